@@ -1,0 +1,1 @@
+"""Pure object helpers shared by every layer: errors, metadata, selectors, validation, the resource registry."""

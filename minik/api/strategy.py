@@ -1,0 +1,89 @@
+"""Per-kind rules: what the server resets, defaults and validates, as Kubernetes' registry strategies do.
+
+A ``Strategy`` is pure: it mutates or inspects plain dicts and returns validation causes; it never does I/O.
+The API server calls, for a create: prepare_for_create -> default -> validate; for an update:
+prepare_for_update -> default -> validate_update.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from minik.api.errors import Cause
+from minik.api import validation
+
+Obj = dict[str, Any]
+
+
+class Strategy:
+    """The base strategy: generic metadata rules; kinds override what they need."""
+
+    #: the object has a ``status`` that only the status subresource may change
+    has_status: bool = False
+    #: metadata.generation is set on create and bumped when anything but metadata and status changes
+    tracks_generation: bool = False
+    #: how object names are validated: "subdomain" (DNS-1123 subdomain), "label" (DNS-1123 label),
+    #: "path" (any name that is a valid path segment)
+    name_rule: str = "subdomain"
+    #: top-level fields other than apiVersion/kind/metadata/status that make up the "spec" for generation
+    #: and for the status subresource's reset. None means "every other top-level field".
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        """Reset what a client may not set on create (status, for kinds with a status subresource)."""
+        if self.has_status:
+            obj.pop("status", None)
+            initial = self.initial_status(obj)
+            if initial is not None:
+                obj["status"] = initial
+
+    def initial_status(self, obj: Obj) -> Obj | None:
+        return None
+
+    def prepare_for_update(self, obj: Obj, old: Obj) -> None:
+        """A write to the main resource keeps the old status."""
+        if self.has_status:
+            if "status" in old:
+                obj["status"] = old["status"]
+            else:
+                obj.pop("status", None)
+
+    def prepare_for_status_update(self, obj: Obj, old: Obj) -> None:
+        """A write to the status subresource changes status only: everything else comes from the old object."""
+        new_status = obj.get("status")
+        for k in list(obj.keys()):
+            if k not in ("apiVersion", "kind", "metadata"):
+                del obj[k]
+        for k, v in old.items():
+            if k not in ("apiVersion", "kind", "metadata", "status"):
+                obj[k] = v
+        if new_status is not None:
+            obj["status"] = new_status
+        # labels, annotations and other metadata may not change through status either (except as Kubernetes
+        # allows); keep the old ones
+        meta = obj.setdefault("metadata", {})
+        old_meta = old.get("metadata", {})
+        for k in ("labels", "annotations", "finalizers", "ownerReferences"):
+            if k in old_meta:
+                meta[k] = old_meta[k]
+            else:
+                meta.pop(k, None)
+
+    def default(self, obj: Obj) -> None:
+        """Fill in defaults in place."""
+
+    def validate(self, obj: Obj) -> list[Cause]:
+        """Validate a new object; return the causes of every problem found (empty when valid)."""
+        return validation.validate_object_meta(obj.get("metadata", {}), self.name_rule, namespaced=True)
+
+    def validate_update(self, obj: Obj, old: Obj) -> list[Cause]:
+        """Validate an update; by default the same rules as create."""
+        return self.validate(obj)
+
+    def field_set(self, obj: Obj) -> dict[str, str]:
+        """The fields a fieldSelector may name for this kind (metadata.name, metadata.namespace always)."""
+        meta = obj.get("metadata", {})
+        return {"metadata.name": meta.get("name", ""), "metadata.namespace": meta.get("namespace", "")}
+
+    def spec_of(self, obj: Obj) -> Obj:
+        """The part of the object whose change bumps metadata.generation."""
+        return {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata", "status")}

@@ -1,0 +1,41 @@
+"""Store settings: one frozen dataclass, a docstring per field."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class StoreSettings:
+    path: Path
+    """The SQLite file. Its directory is created when missing."""
+
+    synchronous: str = "FULL"
+    """SQLite's synchronous pragma in WAL mode. FULL fsyncs the WAL at every commit, so an acknowledged write
+    survives power loss. NORMAL survives a crash of the process (kill -9) but may lose the last commits on power
+    loss, in exchange for fewer fsyncs."""
+
+    max_batch: int = 256
+    """How many queued writes one transaction may commit together (group commit)."""
+
+    compaction_window_seconds: float = 300.0
+    """History younger than this is kept (Kubernetes compacts every 5 minutes)."""
+
+    compaction_min_revisions: int = 1000
+    """At least this many of the newest revisions are always kept, however old."""
+
+    compaction_interval_seconds: float = 30.0
+    """How often the compactor looks for history to drop."""
+
+    compaction_batch_rows: int = 500
+    """Rows deleted per compaction transaction, so writers never wait long."""
+
+    event_window: int = 10_000
+    """How many recent events stay in memory to serve watch starts without touching SQLite."""
+
+    watcher_buffer: int = 10_000
+    """Events a watcher may fall behind by before it is closed (its client re-watches or relists)."""
+
+    busy_timeout_ms: int = 30_000
+    """How long SQLite waits for a lock held by another connection before failing."""

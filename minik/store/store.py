@@ -1,0 +1,482 @@
+"""The store: current state in memory, history in an append-only SQLite log, writes group-committed.
+
+Reads of the current state (get, list) come from an in-memory sorted map that is updated only after a commit, so
+they never wait on SQLite; reads at an older revision (a paged list's later pages) and watches that start before
+the in-memory event window read the log. Every write goes through one writer task: it takes queued writes in a
+batch, checks each against the state (compare-and-swap on the revision), commits them in one ``BEGIN IMMEDIATE``
+transaction, and only then updates the state, notifies watchers in revision order and acknowledges.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter, deque
+from collections.abc import AsyncIterator, Callable
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import aiosqlite
+import orjson
+import structlog
+from sortedcontainers import SortedDict
+
+from minik.store import schema
+from minik.store.errors import Compacted, Conflict, FutureRevision, KeyExists, KeyNotFound, StoreClosed, StoreError
+from minik.store.records import Event, EventType, Record
+from minik.store.settings import StoreSettings
+from minik.store.watch import Watcher, WatchHub
+
+log = structlog.get_logger("minik.store")
+
+Predicate = Callable[[Record], bool]
+
+
+def prefix_end(prefix: str) -> str:
+    """The smallest string greater than every string starting with ``prefix``."""
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
+@dataclass(frozen=True)
+class ListResult:
+    items: list[Record]
+    revision: int
+    #: whether keys remain in the range after the last item (a continue token is due)
+    more: bool
+    #: how many keys remain after the last item, when no predicate filtered the list
+    remaining: int | None
+
+
+@dataclass
+class _Write:
+    type: EventType
+    key: str
+    obj: dict[str, Any] | None
+    expected_revision: int | None
+    future: asyncio.Future[Record]
+
+
+def _set_revision(obj: dict[str, Any], revision: int) -> None:
+    obj.setdefault("metadata", {})["resourceVersion"] = str(revision)
+
+
+class Store:
+    """A versioned key-value store of Kubernetes objects (dicts) under string keys."""
+
+    def __init__(self, settings: StoreSettings, writer_db: aiosqlite.Connection, reader_db: aiosqlite.Connection
+                 ) -> None:
+        self.settings = settings
+        self._db = writer_db
+        self._reader = reader_db
+        self._state: SortedDict = SortedDict()
+        self._revision = 0
+        self._compact_revision = 0
+        self._events: deque[Event] = deque(maxlen=settings.event_window)
+        #: every event after this revision is in ``_events``
+        self._events_floor = 0
+        self._hub = WatchHub(settings.watcher_buffer)
+        self._queue: asyncio.Queue[_Write | None] = asyncio.Queue()
+        self._write_lock = asyncio.Lock()
+        self._revision_changed = asyncio.Event()
+        self._pins: Counter[int] = Counter()
+        self._closing = False
+        self._writer_task: asyncio.Task[None] | None = None
+        self._compactor_task: asyncio.Task[None] | None = None
+
+    # -- life cycle ----------------------------------------------------------------------------------------
+    @classmethod
+    async def open(cls, settings: StoreSettings, *, compactor: bool = True) -> "Store":
+        """Open (or create) the store file, load the current state, and start the writer and compactor."""
+        settings.path.parent.mkdir(parents=True, exist_ok=True)
+        writer = await aiosqlite.connect(settings.path, isolation_level=None)
+        reader = await aiosqlite.connect(settings.path, isolation_level=None)
+        try:
+            for db in (writer, reader):
+                await db.execute(f"PRAGMA busy_timeout={int(settings.busy_timeout_ms)}")
+                for pragma in schema.PRAGMAS:
+                    await db.execute(pragma)
+            synchronous = settings.synchronous.upper()
+            if synchronous not in ("FULL", "NORMAL", "EXTRA"):
+                raise ValueError(f"synchronous must be FULL, NORMAL or EXTRA, not {settings.synchronous!r}")
+            await writer.execute(f"PRAGMA synchronous={synchronous}")
+            await writer.executescript(schema.CREATE)
+            store = cls(settings, writer, reader)
+            await store._load()
+        except BaseException:
+            await writer.close()
+            await reader.close()
+            raise
+        store._writer_task = asyncio.create_task(store._run_writer(), name="minik-store-writer")
+        if compactor:
+            store._compactor_task = asyncio.create_task(store._run_compactor(), name="minik-store-compactor")
+        return store
+
+    async def _load(self) -> None:
+        started = time.perf_counter()
+        async with self._reader.execute(schema.LOAD_CURRENT) as cursor:
+            async for key, rev, typ, create_rev, value in cursor:
+                if typ != EventType.DELETED:
+                    self._state[key] = Record(key, bytes(value), rev, create_rev)
+        async with self._reader.execute(schema.MAX_REVISION) as cursor:
+            row = await cursor.fetchone()
+            max_rev = int(row[0]) if row else 0
+        async with self._reader.execute(schema.GET_META, ("compact_revision",)) as cursor:
+            row = await cursor.fetchone()
+            self._compact_revision = int(row[0]) if row else 0
+        # compaction may have removed the newest deletion marker, but never past the compact revision
+        self._revision = max(max_rev, self._compact_revision)
+        self._events_floor = self._revision
+        log.info("store loaded", path=str(self.settings.path), objects=len(self._state), revision=self._revision,
+                 compact_revision=self._compact_revision, seconds=round(time.perf_counter() - started, 3))
+
+    async def close(self) -> None:
+        """Stop taking writes, commit those already queued, end every watch, close the files."""
+        if self._closing:
+            return
+        self._closing = True
+        await self._queue.put(None)
+        if self._writer_task is not None:
+            await self._writer_task
+        if self._compactor_task is not None:
+            self._compactor_task.cancel()
+            try:
+                await self._compactor_task
+            except asyncio.CancelledError:
+                pass
+        self._hub.close_all()
+        await self._db.close()
+        await self._reader.close()
+        log.info("store closed", revision=self._revision)
+
+    # -- reads ---------------------------------------------------------------------------------------------
+    @property
+    def revision(self) -> int:
+        """The revision of the newest committed write."""
+        return self._revision
+
+    @property
+    def compact_revision(self) -> int:
+        """Reads and watches from revisions below this one get Compacted."""
+        return self._compact_revision
+
+    def get(self, key: str) -> Record | None:
+        result: Record | None = self._state.get(key)
+        return result
+
+    def count(self, prefix: str) -> int:
+        end = prefix_end(prefix)
+        return int(self._state.bisect_left(end) - self._state.bisect_left(prefix))
+
+    async def wait_for_revision(self, revision: int, timeout: float = 3.0) -> None:
+        """Wait until the store has reached ``revision``; FutureRevision after ``timeout`` seconds."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self._revision < revision:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise FutureRevision(revision, self._revision)
+            changed = self._revision_changed
+            try:
+                await asyncio.wait_for(changed.wait(), remaining)
+            except asyncio.TimeoutError:
+                pass
+
+    def _check_revision(self, revision: int) -> None:
+        if revision < self._compact_revision:
+            raise Compacted(revision, self._compact_revision)
+        if revision > self._revision:
+            raise FutureRevision(revision, self._revision)
+
+    async def list(self, prefix: str, *, revision: int | None = None, after: str | None = None, limit: int = 0,
+                   predicate: Predicate | None = None) -> ListResult:
+        """The objects under ``prefix`` (which must end in '/'), in key order, after key ``after``.
+
+        With ``revision``, the list is exactly the state at that revision (Compacted if it is gone); without, the
+        current state. ``limit`` > 0 caps the items; ``predicate`` filters before the cap counts.
+        """
+        if not prefix.endswith("/"):
+            raise ValueError(f"a list prefix must end in '/': {prefix!r}")
+        if revision is None or revision == self._revision:
+            return self._list_current(prefix, after, limit, predicate)
+        self._check_revision(revision)
+        with self._pinned(revision):
+            return await self._list_at(prefix, revision, after, limit, predicate)
+
+    def _list_current(self, prefix: str, after: str | None, limit: int, predicate: Predicate | None
+                      ) -> ListResult:
+        end = prefix_end(prefix)
+        keys = self._state.irange(minimum=after if after is not None else prefix, maximum=end,
+                                  inclusive=(after is None, False))
+        items: list[Record] = []
+        more = False
+        last: str | None = None
+        state = self._state
+        for key in keys:
+            if limit and len(items) >= limit:
+                more = True
+                break
+            record = state[key]
+            last = key
+            if predicate is None or predicate(record):
+                items.append(record)
+        remaining = None
+        if predicate is None:
+            remaining = (self._state.bisect_left(end) - self._state.bisect_right(last)) if more and last else 0
+        return ListResult(items, self._revision, more, remaining)
+
+    async def _list_at(self, prefix: str, revision: int, after: str | None, limit: int,
+                       predicate: Predicate | None) -> ListResult:
+        items: list[Record] = []
+        more = False
+        async with self._reader.execute(schema.LIST_AT, (after or prefix, prefix_end(prefix), revision)) as cursor:
+            while not more:
+                rows = await cursor.fetchmany(512)
+                if not rows:
+                    break
+                for key, rev, typ, create_rev, value in rows:
+                    if typ == EventType.DELETED:
+                        continue
+                    if limit and len(items) >= limit:
+                        more = True
+                        break
+                    record = Record(key, bytes(value), rev, create_rev)
+                    if predicate is None or predicate(record):
+                        items.append(record)
+        return ListResult(items, revision, more, None)
+
+    @contextmanager
+    def _pinned(self, revision: int) -> Iterator[None]:
+        """Keep compaction from passing ``revision`` while a reader needs it."""
+        self._pins[revision] += 1
+        try:
+            yield
+        finally:
+            self._pins[revision] -= 1
+            if not self._pins[revision]:
+                del self._pins[revision]
+
+    # -- watch ---------------------------------------------------------------------------------------------
+    def watch(self, prefix: str, after: int) -> Watcher:
+        """Every event under ``prefix`` with a revision greater than ``after``, then live events, in order.
+
+        Raises Compacted when ``after`` is older than the compacted history and FutureRevision when it is newer
+        than the store (callers wait with ``wait_for_revision`` first when they want to).
+        """
+        if self._closing:
+            raise StoreClosed("the store is closing")
+        self._check_revision(after)
+        if after >= self._events_floor:
+            backlog: list[Event] = []
+            for event in reversed(self._events):
+                if event.revision <= after:
+                    break
+                if event.key.startswith(prefix):
+                    backlog.append(event)
+            backlog.reverse()
+            return self._hub.subscribe(prefix, after, backlog)
+        return self._hub.subscribe(prefix, after, [], self._replay(prefix, after, self._revision))
+
+    def snapshot_and_watch(self, prefix: str) -> tuple[list[Record], Watcher]:
+        """The current objects under ``prefix`` and a watcher for every change after them, taken atomically."""
+        result = self._list_current(prefix, None, 0, None)
+        return result.items, self.watch(prefix, result.revision)
+
+    async def _replay(self, prefix: str, after: int, upto: int) -> AsyncIterator[list[Event]]:
+        end = prefix_end(prefix)
+        position = after
+        while position < upto:
+            async with self._reader.execute(schema.EVENTS_AFTER, (position, upto, prefix, end, 1000)) as cursor:
+                rows = await cursor.fetchall()
+            if not rows:
+                return
+            chunk = [Event(EventType(typ), key, rev, bytes(value), bytes(prev) if prev is not None else None)
+                     for rev, key, typ, value, prev in rows]
+            position = chunk[-1].revision
+            yield chunk
+
+    # -- writes --------------------------------------------------------------------------------------------
+    async def create(self, key: str, obj: dict[str, Any]) -> Record:
+        """Store a new object under ``key``; KeyExists if one is there. ``obj`` gets its resourceVersion set."""
+        return await self._submit(EventType.ADDED, key, obj, None)
+
+    async def update(self, key: str, obj: dict[str, Any], expected_revision: int | None = None) -> Record:
+        """Replace the object under ``key``. With ``expected_revision``, only if the stored object is still at
+        that revision (Conflict otherwise). An update that changes nothing returns the stored record as it is."""
+        return await self._submit(EventType.MODIFIED, key, obj, expected_revision)
+
+    async def delete(self, key: str, expected_revision: int | None = None) -> Record:
+        """Remove the object under ``key``; returns its last state, carrying the deletion's revision."""
+        return await self._submit(EventType.DELETED, key, None, expected_revision)
+
+    async def _submit(self, typ: EventType, key: str, obj: dict[str, Any] | None, expected: int | None) -> Record:
+        if self._closing:
+            raise StoreClosed("the store is closing")
+        future: asyncio.Future[Record] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait(_Write(typ, key, obj, expected, future))
+        return await future
+
+    async def _run_writer(self) -> None:
+        stopping = False
+        while not stopping:
+            first = await self._queue.get()
+            if first is None:
+                break
+            batch = [first]
+            while len(batch) < self.settings.max_batch and not self._queue.empty():
+                item = self._queue.get_nowait()
+                if item is None:
+                    stopping = True
+                    break
+                batch.append(item)
+            try:
+                await self._commit(batch)
+            except Exception as exc:  # the writer must outlive any one batch
+                log.error("store commit failed", error=repr(exc), writes=len(batch))
+                for write in batch:
+                    if not write.future.done():
+                        write.future.set_exception(StoreError(f"commit failed: {exc}"))
+
+    async def _commit(self, batch: list[_Write]) -> None:
+        overlay: dict[str, Record | None] = {}
+        rows: list[tuple[int, str, int, int, int, float, bytes]] = []
+        events: list[Event] = []
+        outcomes: list[tuple[_Write, Record | StoreError]] = []
+        revision = self._revision
+        now = time.time()
+        for write in batch:
+            key = write.key
+            current = overlay[key] if key in overlay else self._state.get(key)
+            try:
+                if write.type is EventType.ADDED:
+                    if current is not None:
+                        raise KeyExists(key)
+                    assert write.obj is not None
+                    revision += 1
+                    _set_revision(write.obj, revision)
+                    raw = orjson.dumps(write.obj)
+                    record = Record(key, raw, revision, revision)
+                    rows.append((revision, key, EventType.ADDED, revision, 0, now, raw))
+                    events.append(Event(EventType.ADDED, key, revision, raw, None))
+                else:
+                    if current is None:
+                        raise KeyNotFound(key)
+                    if write.expected_revision is not None and write.expected_revision != current.mod_revision:
+                        raise Conflict(key, write.expected_revision, current.mod_revision)
+                    if write.type is EventType.MODIFIED:
+                        assert write.obj is not None
+                        _set_revision(write.obj, current.mod_revision)
+                        if write.obj == current.object():
+                            outcomes.append((write, current))  # a no-op keeps the revision and tells no one
+                            continue
+                        revision += 1
+                        _set_revision(write.obj, revision)
+                        raw = orjson.dumps(write.obj)
+                        record = Record(key, raw, revision, current.create_revision)
+                    else:
+                        last = current.object()
+                        revision += 1
+                        _set_revision(last, revision)
+                        raw = orjson.dumps(last)
+                        record = Record(key, raw, revision, current.create_revision)
+                    rows.append((revision, key, write.type, current.create_revision, current.mod_revision, now, raw))
+                    events.append(Event(write.type, key, revision, raw, current.raw))
+                overlay[key] = None if write.type is EventType.DELETED else record
+                outcomes.append((write, record))
+            except StoreError as exc:
+                outcomes.append((write, exc))
+        if rows:
+            async with self._write_lock:
+                await self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    await self._db.executemany(schema.INSERT, rows)
+                    await self._db.execute("COMMIT")
+                except BaseException:
+                    await self._db.execute("ROLLBACK")
+                    raise
+            self._apply(overlay, events, revision)
+        for write, outcome in outcomes:
+            if write.future.done():
+                continue
+            if isinstance(outcome, StoreError):
+                write.future.set_exception(outcome)
+            else:
+                write.future.set_result(outcome)
+
+    def _apply(self, overlay: dict[str, Record | None], events: list[Event], revision: int) -> None:
+        """Make a committed batch visible: state, the event window, watchers, then waiters on the revision."""
+        for key, record in overlay.items():
+            if record is None:
+                self._state.pop(key, None)
+            else:
+                self._state[key] = record
+        window = self._events
+        for event in events:
+            if len(window) == window.maxlen:
+                self._events_floor = window[0].revision
+            window.append(event)
+        self._revision = revision
+        self._hub.publish(events)
+        changed, self._revision_changed = self._revision_changed, asyncio.Event()
+        changed.set()
+
+    # -- compaction ----------------------------------------------------------------------------------------
+    async def _run_compactor(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.compaction_interval_seconds)
+            try:
+                await self.compact()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a failed pass is retried at the next interval
+                log.warning("compaction failed; will retry", error=repr(exc))
+
+    async def compaction_target(self) -> int:
+        """The newest revision history may be compacted to now: older than the window, at least
+        ``compaction_min_revisions`` behind, and behind every reader still using older revisions."""
+        cutoff = time.time() - self.settings.compaction_window_seconds
+        async with self._reader.execute(schema.REVISION_BEFORE, (cutoff,)) as cursor:
+            row = await cursor.fetchone()
+        target = min(int(row[0]) if row else 0, self._revision - self.settings.compaction_min_revisions)
+        floor = self._hub.replay_floor()
+        if floor is not None:
+            target = min(target, floor)
+        if self._pins:
+            target = min(target, min(self._pins))
+        return target
+
+    async def compact(self, target: int | None = None, deadline_seconds: float = 1.0) -> int:
+        """Drop history up to ``target`` (default: ``compaction_target()``) in small transactions, for at most
+        about ``deadline_seconds``. Returns the compact revision reached; a later call carries on."""
+        if target is None:
+            target = await self.compaction_target()
+        target = min(target, self._revision)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + deadline_seconds
+        step = max(1, self.settings.compaction_batch_rows)
+        while self._compact_revision < target and loop.time() < deadline and not self._closing:
+            low = self._compact_revision
+            high = min(target, low + step)
+            floor = self._hub.replay_floor()
+            if floor is not None:
+                high = min(high, floor)
+            if self._pins:
+                high = min(high, min(self._pins))
+            if high <= low:
+                break
+            async with self._write_lock:
+                await self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    await self._db.execute(schema.COMPACT_REPLACED, (low, high))
+                    await self._db.execute(schema.COMPACT_TOMBSTONES, (low, high))
+                    await self._db.execute(schema.SET_META, ("compact_revision", high))
+                    await self._db.execute("COMMIT")
+                except BaseException:
+                    await self._db.execute("ROLLBACK")
+                    raise
+            self._compact_revision = high
+            await asyncio.sleep(0)
+        if self._compact_revision >= target:
+            async with self._write_lock:
+                await self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        return self._compact_revision

@@ -1,0 +1,169 @@
+"""Watch fan-out: every committed event goes, in revision order, to each watcher whose prefix it matches.
+
+A watcher is registered (subscribed) in the same synchronous step that fixes its backlog, so nothing committed
+in between is lost: the backlog (from memory, or replayed lazily from SQLite) covers revisions up to the
+subscription point and the live queue everything after it. A watcher that falls ``watcher_buffer`` events behind
+is closed rather than allowed to slow the writers; its client re-watches from the last revision it saw.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator
+
+from minik.store.records import Event
+
+
+class Watcher:
+    """An async iterator of events under one key prefix, after a revision.
+
+    Iteration ends when the watcher is closed: by ``close()``, by the store shutting down, or because it fell too
+    far behind (``overflowed`` is then True and the client must re-watch).
+    """
+
+    def __init__(self, hub: "WatchHub", prefix: str, start_revision: int, buffer: int,
+                 replay: AsyncIterator[list[Event]] | None) -> None:
+        self._hub = hub
+        self.prefix = prefix
+        self.start_revision = start_revision
+        #: the revision of the newest event handed out so far
+        self.revision = start_revision
+        self.overflowed = False
+        self._buffer = buffer
+        self._replay = replay
+        self._replayed: deque[Event] = deque()
+        self._queue: deque[Event] = deque()
+        self._wakeup = asyncio.Event()
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def replaying(self) -> bool:
+        return self._replay is not None or bool(self._replayed)
+
+    def _push(self, event: Event) -> None:
+        if self._closed:
+            return
+        if len(self._queue) >= self._buffer:
+            self.overflowed = True
+            self.close()
+            return
+        self._queue.append(event)
+        self._wakeup.set()
+
+    def close(self) -> None:
+        """Stop the watcher; iteration ends after nothing more (queued events are dropped)."""
+        if not self._closed:
+            self._closed = True
+            self._queue.clear()
+            self._replayed.clear()
+            self._wakeup.set()
+            self._hub.unsubscribe(self)
+
+    async def aclose(self) -> None:
+        """Close, and release the SQLite cursor of an unfinished replay."""
+        self.close()
+        await self._end_replay()
+
+    async def _end_replay(self) -> None:
+        replay, self._replay = self._replay, None
+        if replay is not None:
+            aclose = getattr(replay, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        self._hub.replay_finished(self)
+
+    def __aiter__(self) -> "Watcher":
+        return self
+
+    async def __anext__(self) -> Event:
+        batch = await self.next_batch()
+        if len(batch) != 1:  # next_batch(max_events=1) returns exactly one event or raises
+            raise AssertionError("next_batch returned more than asked")
+        return batch[0]
+
+    async def next_batch(self, max_events: int = 1, timeout: float | None = None) -> list[Event]:
+        """Up to ``max_events`` events in revision order, waiting for at least one. Returns [] when ``timeout``
+        passes first; raises StopAsyncIteration once the watcher is closed."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while True:
+            if self._closed:
+                await self._end_replay()
+                raise StopAsyncIteration
+            if not self._replayed and self._replay is not None:
+                try:
+                    chunk = await anext(self._replay)
+                except StopAsyncIteration:
+                    await self._end_replay()
+                else:
+                    self._replayed.extend(chunk)
+                continue
+            source = self._replayed if self._replayed else self._queue
+            if source:
+                n = min(max_events, len(source))
+                batch = [source.popleft() for _ in range(n)]
+                self.revision = batch[-1].revision
+                return batch
+            self._wakeup.clear()
+            if deadline is None:
+                await self._wakeup.wait()
+            else:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    return []
+                try:
+                    await asyncio.wait_for(self._wakeup.wait(), remaining)
+                except asyncio.TimeoutError:
+                    return []
+
+
+class WatchHub:
+    """Keeps the watchers and fans each committed event out to them."""
+
+    def __init__(self, buffer: int) -> None:
+        self._buffer = buffer
+        self._watchers: set[Watcher] = set()
+        self._replaying: set[Watcher] = set()
+
+    def __len__(self) -> int:
+        return len(self._watchers)
+
+    def subscribe(self, prefix: str, start_revision: int, backlog: list[Event],
+                  replay: AsyncIterator[list[Event]] | None = None) -> Watcher:
+        """Register a watcher. Its history comes first from ``replay`` (read lazily from SQLite), then from
+        ``backlog`` (already in memory), then live. Call it in the synchronous step that fixed the backlog."""
+        watcher = Watcher(self, prefix, start_revision, self._buffer, replay)
+        watcher._queue.extend(backlog)
+        if replay is not None:
+            self._replaying.add(watcher)
+        self._watchers.add(watcher)
+        return watcher
+
+    def unsubscribe(self, watcher: Watcher) -> None:
+        self._watchers.discard(watcher)
+        self._replaying.discard(watcher)
+
+    def replay_finished(self, watcher: Watcher) -> None:
+        self._replaying.discard(watcher)
+
+    def replay_floor(self) -> int | None:
+        """The oldest revision a watcher may still read from SQLite: compaction must not pass it."""
+        if not self._replaying:
+            return None
+        return min(w.revision for w in self._replaying)
+
+    def publish(self, events: list[Event]) -> None:
+        for watcher in list(self._watchers):
+            prefix = watcher.prefix
+            for event in events:
+                if event.key.startswith(prefix):
+                    watcher._push(event)
+
+    def close_all(self) -> None:
+        for watcher in list(self._watchers):
+            watcher.close()

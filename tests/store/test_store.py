@@ -1,0 +1,168 @@
+"""The store's contract: one global revision, compare-and-swap, prefix lists, no-op updates, restart."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+
+import pytest
+
+from minik.store import Compacted, Conflict, EventType, KeyExists, KeyNotFound, Store, StoreSettings
+
+
+def pod(name: str, **spec: object) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "ns1"}, "spec": dict(spec)}
+
+
+async def test_every_write_gets_the_next_global_revision(store: Store) -> None:
+    a = await store.create("/core/pods/ns1/a", pod("a"))
+    b = await store.create("/core/configmaps/ns1/b", {"metadata": {"name": "b"}})
+    c = await store.update("/core/pods/ns1/a", pod("a", x=1))
+    assert (a.mod_revision, b.mod_revision, c.mod_revision) == (1, 2, 3)
+    assert c.create_revision == 1
+    assert c.object()["metadata"]["resourceVersion"] == "3"
+    assert store.revision == 3
+
+
+async def test_create_of_an_existing_key_is_refused(store: Store) -> None:
+    await store.create("/core/pods/ns1/a", pod("a"))
+    with pytest.raises(KeyExists):
+        await store.create("/core/pods/ns1/a", pod("a"))
+    assert store.revision == 1
+
+
+async def test_update_with_stale_revision_is_a_conflict(store: Store) -> None:
+    first = await store.create("/core/pods/ns1/a", pod("a"))
+    await store.update("/core/pods/ns1/a", pod("a", x=1), expected_revision=first.mod_revision)
+    with pytest.raises(Conflict):
+        await store.update("/core/pods/ns1/a", pod("a", x=2), expected_revision=first.mod_revision)
+    assert store.get("/core/pods/ns1/a").object()["spec"] == {"x": 1}
+
+
+async def test_update_and_delete_of_a_missing_key_are_not_found(store: Store) -> None:
+    with pytest.raises(KeyNotFound):
+        await store.update("/core/pods/ns1/a", pod("a"))
+    with pytest.raises(KeyNotFound):
+        await store.delete("/core/pods/ns1/a")
+
+
+async def test_a_noop_update_keeps_the_revision_and_emits_no_event(store: Store) -> None:
+    first = await store.create("/core/pods/ns1/a", pod("a", x=1))
+    watcher = store.watch("/core/pods/", first.mod_revision)
+    same = await store.update("/core/pods/ns1/a", pod("a", x=1))
+    assert same.mod_revision == first.mod_revision
+    assert store.revision == first.mod_revision
+    assert await watcher.next_batch(timeout=0.05) == []
+    await watcher.aclose()
+
+
+async def test_delete_with_a_stale_precondition_is_a_conflict(store: Store) -> None:
+    first = await store.create("/core/pods/ns1/a", pod("a"))
+    await store.update("/core/pods/ns1/a", pod("a", x=1))
+    with pytest.raises(Conflict):
+        await store.delete("/core/pods/ns1/a", expected_revision=first.mod_revision)
+    gone = await store.delete("/core/pods/ns1/a")
+    assert gone.mod_revision == 3
+    assert gone.object()["metadata"]["resourceVersion"] == "3"
+    assert store.get("/core/pods/ns1/a") is None
+
+
+async def test_a_namespace_prefix_never_matches_a_longer_namespace(store: Store) -> None:
+    await store.create("/core/pods/ns1/a", pod("a"))
+    await store.create("/core/pods/ns10/b", pod("b"))
+    listed = await store.list("/core/pods/ns1/")
+    assert [r.key for r in listed.items] == ["/core/pods/ns1/a"]
+    assert len((await store.list("/core/pods/")).items) == 2
+
+
+async def test_pages_continue_at_the_revision_of_the_first_page(store: Store) -> None:
+    for name in "abcde":
+        await store.create(f"/core/pods/ns1/{name}", pod(name))
+    first = await store.list("/core/pods/", limit=2)
+    assert [r.key[-1] for r in first.items] == ["a", "b"]
+    assert first.more and first.remaining == 3
+    # writes after the first page must not show up in later pages
+    await store.delete("/core/pods/ns1/c")
+    await store.create("/core/pods/ns1/bb", pod("bb"))
+    await store.update("/core/pods/ns1/d", pod("d", changed=True))
+    second = await store.list("/core/pods/", revision=first.revision, after=first.items[-1].key, limit=2)
+    assert [r.key[-1] for r in second.items] == ["c", "d"]
+    assert second.items[1].object()["spec"] == {}
+    third = await store.list("/core/pods/", revision=first.revision, after=second.items[-1].key, limit=2)
+    assert [r.key[-1] for r in third.items] == ["e"] and not third.more
+
+
+async def test_a_predicate_filters_before_the_limit_counts(store: Store) -> None:
+    for i in range(6):
+        await store.create(f"/core/pods/ns1/p{i}", pod(f"p{i}", even=i % 2 == 0))
+    result = await store.list("/core/pods/", limit=2, predicate=lambda r: r.object()["spec"]["even"])
+    assert [r.key[-2:] for r in result.items] == ["p0", "p2"]
+    assert result.more
+
+
+async def test_concurrent_writers_are_group_committed_in_one_revision_order(store: Store) -> None:
+    records = await asyncio.gather(*(store.create(f"/core/pods/ns1/p{i}", pod(f"p{i}")) for i in range(200)))
+    assert sorted(r.mod_revision for r in records) == list(range(1, 201))
+    assert store.revision == 200
+
+
+async def test_only_one_of_two_concurrent_swaps_from_one_revision_wins(store: Store) -> None:
+    first = await store.create("/core/pods/ns1/a", pod("a"))
+    results = await asyncio.gather(
+        store.update("/core/pods/ns1/a", pod("a", w=1), expected_revision=first.mod_revision),
+        store.update("/core/pods/ns1/a", pod("a", w=2), expected_revision=first.mod_revision),
+        return_exceptions=True)
+    assert sum(isinstance(r, Conflict) for r in results) == 1
+
+
+async def test_restart_keeps_every_object_and_the_revision(store_settings: StoreSettings) -> None:
+    s = await Store.open(store_settings)
+    await s.create("/core/pods/ns1/a", pod("a"))
+    b = await s.create("/core/pods/ns1/b", pod("b"))
+    await s.delete("/core/pods/ns1/a")
+    await s.close()
+    s = await Store.open(store_settings)
+    try:
+        assert s.revision == 3
+        assert s.get("/core/pods/ns1/a") is None
+        assert s.get("/core/pods/ns1/b") == b
+        watcher = s.watch("/core/pods/", 1)
+        events = [await anext(watcher), await anext(watcher)]
+        assert [(e.type, e.revision) for e in events] == [(EventType.ADDED, 2), (EventType.DELETED, 3)]
+        await watcher.aclose()
+    finally:
+        await s.close()
+
+
+async def test_compaction_keeps_current_state_and_expires_old_revisions(store_settings: StoreSettings) -> None:
+    settings = replace(store_settings, compaction_min_revisions=2, compaction_window_seconds=0)
+    s = await Store.open(settings)
+    try:
+        await s.create("/core/pods/ns1/a", pod("a"))
+        for i in range(5):
+            await s.update("/core/pods/ns1/a", pod("a", i=i))
+        await s.create("/core/pods/ns1/b", pod("b"))
+        await s.delete("/core/pods/ns1/b")
+        await s.create("/core/pods/ns1/c", pod("c"))
+        assert s.revision == 9
+        reached = await s.compact()
+        assert reached == 7
+        with pytest.raises(Compacted):
+            s.watch("/core/pods/", 3)
+        with pytest.raises(Compacted):
+            await s.list("/core/pods/", revision=5)
+        at7 = await s.list("/core/pods/", revision=7)  # b was created at 7 and deleted at 8
+        assert [r.key for r in at7.items] == ["/core/pods/ns1/a", "/core/pods/ns1/b"]
+        assert at7.items[0].object()["spec"] == {"i": 4}
+        watcher = s.watch("/core/pods/", 7)  # the deletion of b is still there for a watcher from 7
+        events = [await anext(watcher), await anext(watcher)]
+        assert [(e.type, e.key[-1]) for e in events] == [(EventType.DELETED, "b"), (EventType.ADDED, "c")]
+        await watcher.aclose()
+    finally:
+        await s.close()
+    s = await Store.open(settings)
+    try:
+        assert s.revision == 9 and s.compact_revision == 7
+        assert sorted(r.key for r in (await s.list("/core/pods/")).items) == ["/core/pods/ns1/a", "/core/pods/ns1/c"]
+    finally:
+        await s.close()
