@@ -70,6 +70,9 @@ class Store:
         self._db = writer_db
         self._reader = reader_db
         self._state: SortedDict = SortedDict()
+        #: the revision of each deleted key's deletion marker until compaction drops it: a re-create chains to it,
+        #: so the (key, prev_rev) unique index still holds
+        self._tombstones: dict[str, int] = {}
         self._revision = 0
         self._compact_revision = 0
         self._events: deque[Event] = deque(maxlen=settings.event_window)
@@ -118,6 +121,8 @@ class Store:
             async for key, rev, typ, create_rev, value in cursor:
                 if typ != EventType.DELETED:
                     self._state[key] = Record(key, bytes(value), rev, create_rev)
+                else:
+                    self._tombstones[key] = rev
         async with self._reader.execute(schema.MAX_REVISION) as cursor:
             row = await cursor.fetchone()
             max_rev = int(row[0]) if row else 0
@@ -148,6 +153,10 @@ class Store:
         await self._db.close()
         await self._reader.close()
         log.info("store closed", revision=self._revision)
+
+    def close_watches(self) -> None:
+        """End every open watch (their clients re-watch); used first when a server shuts down."""
+        self._hub.close_all()
 
     # -- reads ---------------------------------------------------------------------------------------------
     @property
@@ -344,6 +353,7 @@ class Store:
         outcomes: list[tuple[_Write, Record | StoreError]] = []
         revision = self._revision
         now = time.time()
+        tombstones = dict(self._tombstones) if self._tombstones else {}
         for write in batch:
             key = write.key
             current = overlay[key] if key in overlay else self._state.get(key)
@@ -356,7 +366,7 @@ class Store:
                     _set_revision(write.obj, revision)
                     raw = orjson.dumps(write.obj)
                     record = Record(key, raw, revision, revision)
-                    rows.append((revision, key, EventType.ADDED, revision, 0, now, raw))
+                    rows.append((revision, key, EventType.ADDED, revision, tombstones.get(key, 0), now, raw))
                     events.append(Event(EventType.ADDED, key, revision, raw, None))
                 else:
                     if current is None:
@@ -381,7 +391,11 @@ class Store:
                         record = Record(key, raw, revision, current.create_revision)
                     rows.append((revision, key, write.type, current.create_revision, current.mod_revision, now, raw))
                     events.append(Event(write.type, key, revision, raw, current.raw))
-                overlay[key] = None if write.type is EventType.DELETED else record
+                if write.type is EventType.DELETED:
+                    overlay[key] = None
+                    tombstones[key] = revision
+                else:
+                    overlay[key] = record
                 outcomes.append((write, record))
             except StoreError as exc:
                 outcomes.append((write, exc))
@@ -395,6 +409,7 @@ class Store:
                     await self._db.execute("ROLLBACK")
                     raise
             self._apply(overlay, events, revision)
+            self._tombstones = tombstones
         for write, outcome in outcomes:
             if write.future.done():
                 continue
@@ -475,6 +490,7 @@ class Store:
                     await self._db.execute("ROLLBACK")
                     raise
             self._compact_revision = high
+            self._tombstones = {k: r for k, r in self._tombstones.items() if r > high}
             await asyncio.sleep(0)
         if self._compact_revision >= target:
             async with self._write_lock:
