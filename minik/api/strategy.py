@@ -23,10 +23,11 @@ class Strategy:
     #: metadata.generation is set on create and bumped when anything but metadata and status changes
     tracks_generation: bool = False
     #: how object names are validated: "subdomain" (DNS-1123 subdomain), "label" (DNS-1123 label),
-    #: "path" (any name that is a valid path segment)
+    #: "dns1035" (RFC 1035 label: services), "path" (any name that is a valid path segment)
     name_rule: str = "subdomain"
-    #: top-level fields other than apiVersion/kind/metadata/status that make up the "spec" for generation
-    #: and for the status subresource's reset. None means "every other top-level field".
+    #: the kind lives in a namespace (False for nodes, namespaces, priority classes): metadata.namespace is
+    #: required when True and forbidden when False
+    namespace_scoped: bool = True
 
     def prepare_for_create(self, obj: Obj) -> None:
         """Reset what a client may not set on create (status, for kinds with a status subresource)."""
@@ -73,16 +74,39 @@ class Strategy:
 
     def validate(self, obj: Obj) -> list[Cause]:
         """Validate a new object; return the causes of every problem found (empty when valid)."""
-        return validation.validate_object_meta(obj.get("metadata", {}), self.name_rule, namespaced=True)
+        return validation.validate_object_meta(obj.get("metadata", {}), self.name_rule,
+                                               namespaced=self.namespace_scoped)
 
     def validate_update(self, obj: Obj, old: Obj) -> list[Cause]:
-        """Validate an update; by default the same rules as create."""
-        return self.validate(obj)
+        """Validate an update: the rules of create, plus metadata that may never change (name, uid, ...)."""
+        return validation.validate_object_meta_update(obj.get("metadata"), old.get("metadata")) + \
+            self.validate(obj)
 
     def field_set(self, obj: Obj) -> dict[str, str]:
         """The fields a fieldSelector may name for this kind (metadata.name, metadata.namespace always)."""
         meta = obj.get("metadata", {})
         return {"metadata.name": meta.get("name", ""), "metadata.namespace": meta.get("namespace", "")}
+
+    #: DELETE answers with the deleted object rather than a Status (Kubernetes' ReturnDeletedObject)
+    return_deleted_object: bool = False
+
+    def deletion_grace_period(self, obj: Obj, requested: int | None) -> int | None:
+        """Seconds the object lingers after a DELETE before it is removed (pods: while the kubelet stops them).
+        None or 0 removes it at once (when no finalizers hold it)."""
+        return None
+
+    def prepare_for_delete(self, obj: Obj) -> bool:
+        """Mark ``obj`` (a copy about to be written) for deletion the kind's own way; True when the kind holds it
+        beyond its grace period and finalizers (a namespace while spec.finalizers remain)."""
+        return False
+
+    def holds_deletion(self, obj: Obj) -> bool:
+        """Whether an object being deleted, whose metadata.finalizers are gone, must still be kept."""
+        return False
+
+    def prepare_for_finalize(self, obj: Obj, old: Obj) -> None:
+        """A write to the finalize subresource (namespaces): by default, as a write to the main resource."""
+        self.prepare_for_update(obj, old)
 
     def spec_of(self, obj: Obj) -> Obj:
         """The part of the object whose change bumps metadata.generation."""

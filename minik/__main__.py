@@ -1,0 +1,3 @@
+from minik.cli import main
+
+main()

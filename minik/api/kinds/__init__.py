@@ -1,0 +1,19 @@
+"""Per-kind strategies: defaults, validation and field selectors for every resource minik serves.
+
+One module per API group (core, apps, batch, cluster); the pod spec rules every workload template shares live
+in podspec (defaults, QoS) and podvalidation. ``minik.api.resources`` puts them into the registry.
+"""
+
+from minik.api.kinds.apps import DaemonSetStrategy, DeploymentStrategy, ReplicaSetStrategy, StatefulSetStrategy
+from minik.api.kinds.batch import CronJobStrategy, JobStrategy
+from minik.api.kinds.cluster import LeaseStrategy, PriorityClassStrategy
+from minik.api.kinds.core import (ConfigMapStrategy, EndpointsStrategy, EventStrategy, NamespaceStrategy,
+                                  NodeStrategy, PodStrategy, ReplicationControllerStrategy, SecretStrategy,
+                                  ServiceAccountStrategy, ServiceStrategy)
+
+__all__ = [
+    "ConfigMapStrategy", "CronJobStrategy", "DaemonSetStrategy", "DeploymentStrategy", "EndpointsStrategy",
+    "EventStrategy", "JobStrategy", "LeaseStrategy", "NamespaceStrategy", "NodeStrategy", "PodStrategy",
+    "PriorityClassStrategy", "ReplicaSetStrategy", "ReplicationControllerStrategy", "SecretStrategy",
+    "ServiceAccountStrategy", "ServiceStrategy", "StatefulSetStrategy",
+]

@@ -1,0 +1,53 @@
+"""The table of every resource minik serves, as Kubernetes' discovery describes them."""
+
+from __future__ import annotations
+
+from minik.api import kinds
+from minik.api.registry import Registry, ResourceType
+
+_ALL = ("all",)
+_STATUS = ("status",)
+_SCALABLE = ("status", "scale")
+
+REGISTRY = Registry([
+    # core/v1
+    ResourceType("", "v1", "Namespace", "namespaces", "namespace", False, kinds.NamespaceStrategy(),
+                 short_names=("ns",), subresources=("status", "finalize")),
+    ResourceType("", "v1", "Node", "nodes", "node", False, kinds.NodeStrategy(),
+                 short_names=("no",), subresources=_STATUS),
+    ResourceType("", "v1", "Pod", "pods", "pod", True, kinds.PodStrategy(),
+                 short_names=("po",), categories=_ALL,
+                 subresources=("status", "binding", "log", "exec", "eviction")),
+    ResourceType("", "v1", "Service", "services", "service", True, kinds.ServiceStrategy(),
+                 short_names=("svc",), categories=_ALL, subresources=_STATUS),
+    ResourceType("", "v1", "Endpoints", "endpoints", "endpoints", True, kinds.EndpointsStrategy(),
+                 short_names=("ep",)),
+    ResourceType("", "v1", "Event", "events", "event", True, kinds.EventStrategy(),
+                 short_names=("ev",)),
+    ResourceType("", "v1", "ConfigMap", "configmaps", "configmap", True, kinds.ConfigMapStrategy(),
+                 short_names=("cm",)),
+    ResourceType("", "v1", "Secret", "secrets", "secret", True, kinds.SecretStrategy()),
+    ResourceType("", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", True,
+                 kinds.ServiceAccountStrategy(), short_names=("sa",)),
+    ResourceType("", "v1", "ReplicationController", "replicationcontrollers", "replicationcontroller", True,
+                 kinds.ReplicationControllerStrategy(), short_names=("rc",), categories=_ALL,
+                 subresources=_SCALABLE),
+    # apps/v1
+    ResourceType("apps", "v1", "Deployment", "deployments", "deployment", True, kinds.DeploymentStrategy(),
+                 short_names=("deploy",), categories=_ALL, subresources=_SCALABLE),
+    ResourceType("apps", "v1", "ReplicaSet", "replicasets", "replicaset", True, kinds.ReplicaSetStrategy(),
+                 short_names=("rs",), categories=_ALL, subresources=_SCALABLE),
+    ResourceType("apps", "v1", "DaemonSet", "daemonsets", "daemonset", True, kinds.DaemonSetStrategy(),
+                 short_names=("ds",), categories=_ALL, subresources=_STATUS),
+    ResourceType("apps", "v1", "StatefulSet", "statefulsets", "statefulset", True, kinds.StatefulSetStrategy(),
+                 short_names=("sts",), categories=_ALL, subresources=_SCALABLE),
+    # batch/v1
+    ResourceType("batch", "v1", "Job", "jobs", "job", True, kinds.JobStrategy(),
+                 categories=_ALL, subresources=_STATUS),
+    ResourceType("batch", "v1", "CronJob", "cronjobs", "cronjob", True, kinds.CronJobStrategy(),
+                 short_names=("cj",), categories=_ALL, subresources=_STATUS),
+    # coordination.k8s.io/v1 and scheduling.k8s.io/v1
+    ResourceType("coordination.k8s.io", "v1", "Lease", "leases", "lease", True, kinds.LeaseStrategy()),
+    ResourceType("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", "priorityclass", False,
+                 kinds.PriorityClassStrategy(), short_names=("pc",)),
+])

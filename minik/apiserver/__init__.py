@@ -1,0 +1,1 @@
+"""The API server: the Kubernetes REST API over aiohttp, in front of the store."""

@@ -1,0 +1,132 @@
+"""The request pipeline's replaceable stages: authentication, authorization and admission plugins.
+
+Each stage is a small protocol so the security work can swap in real implementations without touching the
+handlers: authenticate -> authorize -> decode -> admit (mutating, then validating) -> validate -> store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from minik.api.errors import StatusError, forbidden, not_found
+from minik.api.registry import Registry, ResourceType
+from minik.apiserver.request import ApiRequest, User
+from minik.apiserver.requestinfo import RequestInfo
+from minik.store import Store
+
+Obj = dict[str, Any]
+
+
+class Authenticator(Protocol):
+    async def authenticate(self, request: ApiRequest) -> User | None: ...
+
+
+class Authorizer(Protocol):
+    async def authorize(self, user: User, info: RequestInfo) -> str | None:
+        """None to allow, or the reason for a 403."""
+        ...
+
+
+class LoopbackAuthenticator:
+    """Everyone is an admin. Only fit for a server bound to loopback (the security work replaces it)."""
+
+    async def authenticate(self, request: ApiRequest) -> User | None:
+        return User("system:admin", ("system:masters", "system:authenticated"))
+
+
+class AllowAll:
+    async def authorize(self, user: User, info: RequestInfo) -> str | None:
+        return None
+
+
+@dataclass
+class Attributes:
+    """What admission sees of a request (Kubernetes' admission.Attributes)."""
+
+    operation: str  # CREATE, UPDATE, DELETE, CONNECT
+    resource: ResourceType
+    subresource: str | None
+    namespace: str | None
+    name: str
+    obj: Obj | None
+    old: Obj | None
+    user: User
+    dry_run: bool = False
+
+
+class ObjectReader:
+    """Read access to current objects, for admission plugins (Kubernetes uses listers for this)."""
+
+    def __init__(self, store: Store, registry: Registry) -> None:
+        self._store = store
+        self._registry = registry
+
+    def get(self, group: str, version: str, plural: str, namespace: str | None, name: str) -> Obj | None:
+        resource = self._registry.get(group, version, plural)
+        if resource is None:
+            return None
+        record = self._store.get(resource.key(namespace, name))
+        return record.object() if record is not None else None
+
+
+class AdmissionPlugin(Protocol):
+    name: str
+
+    async def admit(self, attrs: Attributes) -> None:
+        """Mutate ``attrs.obj`` in place, or raise StatusError."""
+        ...
+
+    async def validate(self, attrs: Attributes) -> None:
+        """Raise StatusError to refuse the request; never mutate."""
+        ...
+
+
+IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")
+
+
+class NamespaceLifecycle:
+    """New objects only in namespaces that exist and are not terminating; the system namespaces stay."""
+
+    name = "NamespaceLifecycle"
+
+    def __init__(self, reader: ObjectReader) -> None:
+        self._reader = reader
+
+    async def admit(self, attrs: Attributes) -> None:
+        return None
+
+    async def validate(self, attrs: Attributes) -> None:
+        if attrs.resource.plural == "namespaces" and not attrs.resource.group:
+            if attrs.operation == "DELETE" and attrs.name in IMMORTAL_NAMESPACES:
+                raise forbidden(f'namespaces "{attrs.name}" is forbidden: this namespace may not be deleted',
+                                "namespaces", "", attrs.name)
+            return
+        if attrs.operation != "CREATE" or not attrs.resource.namespaced or attrs.subresource:
+            return
+        namespace = self._reader.get("", "v1", "namespaces", None, attrs.namespace or "")
+        if namespace is None:
+            raise not_found("namespaces", "", attrs.namespace or "")
+        if namespace.get("status", {}).get("phase") == "Terminating" or \
+                namespace.get("metadata", {}).get("deletionTimestamp"):
+            raise StatusError(403, "Forbidden", f"{attrs.resource.plural} \"{attrs.name}\" is forbidden: unable "
+                              f"to create new content in namespace {attrs.namespace} because it is being "
+                              f"terminated", {"name": attrs.name, "kind": attrs.resource.plural,
+                                              "causes": [{"reason": "NamespaceTerminating", "message":
+                                                          f"namespace {attrs.namespace} is being terminated",
+                                                          "field": "metadata.namespace"}]})
+
+
+class Admission:
+    """Runs the plugins in order: every mutating step first, then every validating step."""
+
+    def __init__(self, plugins: list[AdmissionPlugin]) -> None:
+        self.plugins = plugins
+
+    async def admit(self, attrs: Attributes) -> None:
+        for plugin in self.plugins:
+            await plugin.admit(attrs)
+
+    async def validate(self, attrs: Attributes) -> None:
+        for plugin in self.plugins:
+            await plugin.validate(attrs)

@@ -1,0 +1,86 @@
+"""Discovery documents (legacy format) and /version, built once from the registry."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import platform
+from typing import Any
+
+from minik import __version__
+from minik.api.registry import Registry, ResourceType
+
+KUBERNETES_MAJOR = "1"
+KUBERNETES_MINOR = "32"
+
+#: subresources that speak another kind than their parent's, and their verbs
+_SUBRESOURCES: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
+    # name: (group, version, kind; empty group/version/kind means the parent's), verbs
+    "status": ("", "", "", ("get", "patch", "update")),
+    "scale": ("autoscaling", "v1", "Scale", ("get", "patch", "update")),
+    "binding": ("", "", "Binding", ("create",)),
+    "eviction": ("policy", "v1", "Eviction", ("create",)),
+    "log": ("", "", "", ("get",)),
+    "exec": ("", "", "PodExecOptions", ("create", "get")),
+    "finalize": ("", "", "", ("update",)),
+}
+
+
+def version_info() -> dict[str, str]:
+    machine = platform.machine().lower()
+    arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine)
+    return {
+        "major": KUBERNETES_MAJOR, "minor": KUBERNETES_MINOR,
+        "gitVersion": f"v{KUBERNETES_MAJOR}.{KUBERNETES_MINOR}.0-minik.{__version__}",
+        "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z", "goVersion": f"python{platform.python_version()}",
+        "compiler": "cpython", "platform": f"{platform.system().lower()}/{arch}",
+    }
+
+
+def _storage_hash(resource: ResourceType) -> str:
+    digest = hashlib.sha256(f"{resource.group}/{resource.version}/{resource.kind}".encode()).digest()
+    return base64.b64encode(digest[:8]).decode()
+
+
+def resource_list(registry: Registry, group: str, version: str) -> dict[str, Any]:
+    resources: list[dict[str, Any]] = []
+    for t in registry.in_group_version(group, version):
+        entry: dict[str, Any] = {"name": t.plural, "singularName": t.singular, "namespaced": t.namespaced,
+                                 "kind": t.kind, "verbs": list(t.verbs), "storageVersionHash": _storage_hash(t)}
+        if t.short_names:
+            entry["shortNames"] = list(t.short_names)
+        if t.categories:
+            entry["categories"] = list(t.categories)
+        resources.append(entry)
+        for sub in t.subresources:
+            sub_group, sub_version, sub_kind, verbs = _SUBRESOURCES.get(sub, ("", "", "", ("get",)))
+            item: dict[str, Any] = {"name": f"{t.plural}/{sub}", "singularName": "", "namespaced": t.namespaced,
+                                    "kind": sub_kind or t.kind, "verbs": list(verbs)}
+            if sub_group:
+                item["group"], item["version"] = sub_group, sub_version
+            resources.append(item)
+    group_version = f"{group}/{version}" if group else version
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}
+
+
+def api_versions(address: str) -> dict[str, Any]:
+    return {"kind": "APIVersions", "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": address}]}
+
+
+def api_group(group: str, versions: list[str]) -> dict[str, Any]:
+    entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+    return {"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": entries,
+            "preferredVersion": entries[0]}
+
+
+def api_group_list(registry: Registry) -> dict[str, Any]:
+    groups = []
+    for group, versions in registry.group_versions().items():
+        if group:
+            document = api_group(group, versions)
+            document.pop("kind")
+            document.pop("apiVersion")
+            groups.append(document)
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}

@@ -1,0 +1,58 @@
+"""Transport-free requests and responses: the HTTP adapter and the in-process client transport both speak these,
+so every request runs the same pipeline whichever way it arrives."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from minik.api.errors import StatusError
+
+
+@dataclass(frozen=True)
+class User:
+    name: str
+    groups: tuple[str, ...] = ()
+
+
+@dataclass
+class ApiRequest:
+    method: str
+    path: str
+    query: Mapping[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    remote: str | None = None
+    user: User | None = None
+
+
+@dataclass
+class ApiResponse:
+    status: int
+    body: bytes = b""
+    content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+    #: for watches: the chunks of the streamed body (body is then empty)
+    stream: AsyncIterator[bytes] | None = None
+
+    @classmethod
+    def json(cls, value: Any, status: int = 200) -> "ApiResponse":
+        return cls(status, orjson.dumps(value))
+
+    @classmethod
+    def raw(cls, body: bytes, status: int = 200) -> "ApiResponse":
+        return cls(status, body)
+
+    @classmethod
+    def error(cls, error: StatusError) -> "ApiResponse":
+        return cls(error.code, orjson.dumps(error.to_status()), headers=dict(error.headers))
+
+
+def success_status(name: str, group: str, kind: str, uid: str | None = None) -> dict[str, Any]:
+    details: dict[str, Any] = {"name": name, "group": group, "kind": kind}
+    if uid:
+        details["uid"] = uid
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}

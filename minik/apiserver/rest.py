@@ -1,0 +1,374 @@
+"""Writes as Kubernetes' generic registry store does them: server-owned metadata, strategies, admission,
+compare-and-swap with retries, finalizers and graceful deletion.
+
+Nothing here knows HTTP: handlers pass decoded bodies in and get objects (or StatusErrors) back.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import random
+import time
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+from minik.api.errors import (Cause, StatusError, already_exists, bad_request, conflict, invalid, not_found)
+from minik.api.kinds.pods import assign_pod
+from minik.api.registry import ResourceType
+from minik.apiserver.admission import Admission, Attributes
+from minik.apiserver.request import User
+from minik.store import Conflict, KeyExists, KeyNotFound, Record, Store
+
+Obj = dict[str, Any]
+
+#: how often a patch or an unconditional update is retried when another writer got in between
+UPDATE_RETRIES = 16
+
+_GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_SERVER_OWNED = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink")
+
+
+_last_second: list[tuple[int, str]] = [(-1, "")]
+
+
+def now_rfc3339(delta_seconds: float = 0) -> str:
+    """Now (plus ``delta_seconds``) as Kubernetes writes timestamps: RFC 3339, UTC, whole seconds."""
+    second = int(time.time() + delta_seconds)
+    cached = _last_second[0]
+    if cached[0] == second:
+        return cached[1]
+    text = datetime.fromtimestamp(second, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    _last_second[0] = (second, text)
+    return text
+
+
+def new_uid() -> str:
+    """A random version-4 UUID as a string (uuid.uuid4() spends most of its time validating its own input)."""
+    h = os.urandom(16).hex()
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
+
+
+def parse_resource_version(value: Any, field: str = "metadata.resourceVersion") -> int | None:
+    """None for an empty resourceVersion, the revision otherwise; 400 when it is not a revision."""
+    if value in (None, ""):
+        return None
+    try:
+        revision = int(str(value))
+    except ValueError:
+        revision = -1
+    if revision < 0:
+        raise bad_request(f'{field}: Invalid value: "{value}": must be a resourceVersion returned by the server')
+    return revision
+
+
+def _gc_finalizers(finalizers: list[str], policy: str | None) -> list[str]:
+    """The garbage collector's finalizers for a propagation policy: Orphan and Foreground add theirs (and drop the
+    other's), Background drops both, no policy keeps what is there."""
+    if policy is None:
+        return finalizers
+    kept = [f for f in finalizers if f not in ("orphan", "foregroundDeletion")]
+    if policy == "Orphan":
+        kept.append("orphan")
+    elif policy == "Foreground":
+        kept.append("foregroundDeletion")
+    elif policy != "Background":
+        raise bad_request(f'propagationPolicy: Unsupported value: "{policy}": supported values: "Foreground", '
+                          f'"Background", "Orphan"')
+    return kept
+
+
+class ResourceRest:
+    """Create, update, patch and delete for one resource type."""
+
+    def __init__(self, resource: ResourceType, store: Store, admission: Admission) -> None:
+        self.resource = resource
+        self.strategy = resource.strategy
+        self.store = store
+        self.admission = admission
+
+    # -- helpers -------------------------------------------------------------------------------------------
+    def _not_found(self, name: str) -> StatusError:
+        return not_found(self.resource.plural, self.resource.group, name)
+
+    def _conflict(self, name: str) -> StatusError:
+        return conflict(self.resource.plural, self.resource.group, name)
+
+    def _invalid(self, name: str, causes: list[Cause]) -> StatusError:
+        return invalid(self.resource.kind, self.resource.group, name, causes)
+
+    def _check_type(self, obj: Obj) -> None:
+        """apiVersion and kind may be omitted but must not name another type."""
+        api_version = obj.setdefault("apiVersion", self.resource.api_version)
+        kind = obj.setdefault("kind", self.resource.kind)
+        if api_version != self.resource.api_version or kind != self.resource.kind:
+            raise bad_request(f"the API version in the data ({api_version}) and kind ({kind}) do not match the "
+                              f"expected {self.resource.api_version} {self.resource.kind}")
+        if not isinstance(obj.get("metadata", {}), dict):
+            raise bad_request("metadata must be an object")
+        obj.setdefault("metadata", {})
+
+    def _check_namespace(self, obj: Obj, namespace: str | None) -> None:
+        meta = obj["metadata"]
+        if self.resource.namespaced:
+            given = meta.get("namespace")
+            if given not in (None, "", namespace):
+                raise bad_request("the namespace of the provided object does not match the namespace sent on the "
+                                  "request")
+            meta["namespace"] = namespace
+        else:
+            meta.pop("namespace", None)
+
+    def record(self, namespace: str | None, name: str) -> Record:
+        record = self.store.get(self.resource.key(namespace, name))
+        if record is None:
+            raise self._not_found(name)
+        return record
+
+    # -- create --------------------------------------------------------------------------------------------
+    async def create(self, obj: Obj, namespace: str | None, user: User, dry_run: bool = False) -> Record | Obj:
+        """Returns the stored record, or (dry run) the object as it would have been stored."""
+        self._check_type(obj)
+        self._check_namespace(obj, namespace)
+        meta = obj["metadata"]
+        for owned in _SERVER_OWNED + ("resourceVersion", "generation", "managedFields"):
+            meta.pop(owned, None)
+        generate = meta.get("generateName")
+        explicit = bool(meta.get("name"))
+        if not explicit and isinstance(generate, str) and generate:
+            meta["name"] = generate + "".join(random.choices(_GENERATE_ALPHABET, k=5))
+        self.strategy.prepare_for_create(obj)
+        self.strategy.default(obj)
+        attrs = Attributes("CREATE", self.resource, None, namespace, str(meta.get("name") or ""), obj, None, user,
+                           dry_run)
+        await self.admission.admit(attrs)
+        meta["uid"] = new_uid()
+        meta["creationTimestamp"] = now_rfc3339()
+        if self.strategy.tracks_generation:
+            meta["generation"] = 1
+        causes = self.strategy.validate(obj)
+        if causes:
+            raise self._invalid(str(meta.get("name") or ""), causes)
+        await self.admission.validate(attrs)
+        if dry_run:
+            meta["resourceVersion"] = ""
+            return obj
+        for _attempt in range(8):
+            try:
+                return await self.store.create(self.resource.key(namespace, meta["name"]), obj)
+            except KeyExists:
+                if explicit or not generate:
+                    raise already_exists(self.resource.plural, self.resource.group, meta["name"]) from None
+                meta["name"] = generate + "".join(random.choices(_GENERATE_ALPHABET, k=5))
+        raise StatusError(500, "ServerTimeout", f"could not generate a unique name from {generate!r}")
+
+    # -- update and patch ----------------------------------------------------------------------------------
+    async def update(self, obj: Obj, namespace: str | None, name: str, user: User, subresource: str | None = None,
+                     dry_run: bool = False) -> Record | Obj:
+        """PUT: the body replaces the object (or, for the status subresource, its status)."""
+        self._check_type(obj)
+        self._check_namespace(obj, namespace)
+        body_name = obj["metadata"].get("name")
+        if body_name not in (None, "", name):
+            raise bad_request(f"the name of the object ({body_name}) does not match the name on the URL ({name})")
+        obj["metadata"]["name"] = name
+        precondition = parse_resource_version(obj["metadata"].get("resourceVersion"))
+
+        def mutate(_current: Obj) -> Obj:
+            return copy.deepcopy(obj)
+
+        return await self._guaranteed_update(namespace, name, mutate, user, subresource, precondition, dry_run)
+
+    async def patch(self, namespace: str | None, name: str, apply: Callable[[Obj], Obj], user: User,
+                    subresource: str | None = None, dry_run: bool = False) -> Record | Obj:
+        """PATCH: ``apply`` turns the current object into the new one; re-run on the latest when another writer
+        got in between. A resourceVersion in the patched result is a precondition."""
+
+        def mutate(current: Obj) -> Obj:
+            result = apply(current)
+            if not isinstance(result, dict):
+                raise bad_request("the patch must leave an object")
+            return result
+
+        return await self._guaranteed_update(namespace, name, mutate, user, subresource, None, dry_run,
+                                             patched=True)
+
+    async def _guaranteed_update(self, namespace: str | None, name: str, mutate: Callable[[Obj], Obj], user: User,
+                                 subresource: str | None, precondition: int | None, dry_run: bool,
+                                 patched: bool = False) -> Record | Obj:
+        key = self.resource.key(namespace, name)
+        for _attempt in range(UPDATE_RETRIES):
+            record = self.record(namespace, name)
+            current = record.object()
+            new = mutate(record.object())
+            if patched:
+                self._check_type(new)
+                self._check_namespace(new, namespace)
+                if new["metadata"].get("name") != name:
+                    raise bad_request(f"the name of the object ({new['metadata'].get('name')}) does not match the "
+                                      f"name on the URL ({name})")
+                precondition = parse_resource_version(new["metadata"].get("resourceVersion"))
+                if precondition == record.mod_revision:
+                    precondition = None  # a patch carrying the current version is no precondition
+            if precondition is not None and precondition != record.mod_revision:
+                raise self._conflict(name)
+            new = await self._prepare_update(new, current, namespace, name, user, subresource, dry_run)
+            if dry_run:
+                return new
+            try:
+                stored = await self.store.update(key, new, expected_revision=record.mod_revision)
+            except Conflict:
+                if precondition is not None:
+                    raise self._conflict(name) from None
+                continue
+            except KeyNotFound:
+                raise self._not_found(name) from None
+            if self._should_delete_after_update(new) and not self.strategy.holds_deletion(new):
+                gone = await self._delete_now(namespace, name, stored.mod_revision)
+                if gone is not None:
+                    return gone
+            return stored
+        raise self._conflict(name)
+
+    async def _prepare_update(self, new: Obj, current: Obj, namespace: str | None, name: str, user: User,
+                              subresource: str | None, dry_run: bool) -> Obj:
+        meta = new["metadata"]
+        old_meta = current["metadata"]
+        for owned in _SERVER_OWNED + ("generation",):
+            if owned in old_meta:
+                meta[owned] = old_meta[owned]
+            else:
+                meta.pop(owned, None)
+        meta["resourceVersion"] = old_meta.get("resourceVersion", "")
+        if old_meta.get("deletionTimestamp") and \
+                any(f not in old_meta.get("finalizers", []) for f in meta.get("finalizers", [])):
+            raise self._invalid(name, [Cause("metadata.finalizers", "FieldValueForbidden",
+                                             "no new finalizers can be added if the object is being deleted")])
+        if subresource == "status":
+            self.strategy.prepare_for_status_update(new, current)
+        elif subresource == "finalize":
+            self.strategy.prepare_for_finalize(new, current)
+        else:
+            self.strategy.prepare_for_update(new, current)
+            self.strategy.default(new)
+        attrs = Attributes("UPDATE", self.resource, subresource, namespace, name, new, current, user, dry_run)
+        await self.admission.admit(attrs)
+        if self.strategy.tracks_generation and subresource is None and \
+                self.strategy.spec_of(new) != self.strategy.spec_of(current):
+            meta["generation"] = int(old_meta.get("generation") or 0) + 1
+        causes = self.strategy.validate_update(new, current)
+        if causes:
+            raise self._invalid(name, causes)
+        await self.admission.validate(attrs)
+        return new
+
+    @staticmethod
+    def _should_delete_after_update(obj: Obj) -> bool:
+        """An object being deleted goes once its last finalizer is removed and no grace period is running."""
+        meta = obj.get("metadata", {})
+        return bool(meta.get("deletionTimestamp")) and not meta.get("finalizers") and \
+            not meta.get("deletionGracePeriodSeconds")
+
+    # -- delete --------------------------------------------------------------------------------------------
+    async def delete(self, namespace: str | None, name: str, options: Obj, user: User) -> tuple[Obj, bool]:
+        """Delete as Kubernetes does. Returns the object and whether it is gone (False: marked for deletion, kept
+        until its grace period ends or its finalizers are removed)."""
+        dry_run = bool(options.get("dryRun"))
+        for _attempt in range(UPDATE_RETRIES):
+            record = self.record(namespace, name)
+            current = record.object()
+            meta = current["metadata"]
+            self._check_preconditions(name, options.get("preconditions") or {}, meta)
+            attrs = Attributes("DELETE", self.resource, None, namespace, name, None, current, user, dry_run)
+            await self.admission.validate(attrs)
+            updated = copy.deepcopy(current)
+            umeta = updated["metadata"]
+            grace = self.strategy.deletion_grace_period(updated, options.get("gracePeriodSeconds"))
+            finalizers = list(umeta.get("finalizers") or [])
+            policy = options.get("propagationPolicy")
+            if policy is None and options.get("orphanDependents") is not None:
+                policy = "Orphan" if options["orphanDependents"] else "Background"
+            finalizers = _gc_finalizers(finalizers, policy)
+            held = self.strategy.prepare_for_delete(updated)
+            if not grace and not finalizers and not held:
+                if dry_run:
+                    return current, True
+                gone = await self._delete_now(namespace, name, record.mod_revision)
+                if gone is None:
+                    continue
+                return gone, True
+            # mark for deletion: set the timestamp once, only ever shorten a running grace period
+            running = umeta.get("deletionGracePeriodSeconds")
+            if not umeta.get("deletionTimestamp") or (grace is not None and running is not None and grace < running):
+                umeta["deletionTimestamp"] = now_rfc3339(grace or 0)
+                umeta["deletionGracePeriodSeconds"] = grace or 0
+                if umeta.get("generation"):
+                    umeta["generation"] = int(umeta["generation"]) + 1
+            if finalizers:
+                umeta["finalizers"] = finalizers
+            else:
+                umeta.pop("finalizers", None)
+            if dry_run:
+                return updated, False
+            if updated == current:
+                return current, False
+            try:
+                stored = await self.store.update(self.resource.key(namespace, name), updated,
+                                                 expected_revision=record.mod_revision)
+            except Conflict:
+                continue
+            except KeyNotFound:
+                raise self._not_found(name) from None
+            return stored.object(), False
+        raise self._conflict(name)
+
+    def _check_preconditions(self, name: str, preconditions: Obj, meta: Obj) -> None:
+        uid = preconditions.get("uid")
+        if uid and uid != meta.get("uid"):
+            raise conflict(self.resource.plural, self.resource.group, name,
+                           f"Precondition failed: UID in precondition: {uid}, UID in object meta: {meta.get('uid')}")
+        rv = preconditions.get("resourceVersion")
+        if rv and rv != meta.get("resourceVersion"):
+            raise conflict(self.resource.plural, self.resource.group, name,
+                           f"Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in "
+                           f"object meta: {meta.get('resourceVersion')}")
+
+    async def _delete_now(self, namespace: str | None, name: str, revision: int) -> Obj | None:
+        """Remove the object if it is still at ``revision``; None when it changed meanwhile."""
+        try:
+            gone = await self.store.delete(self.resource.key(namespace, name), expected_revision=revision)
+        except Conflict:
+            return None
+        except KeyNotFound:
+            raise self._not_found(name) from None
+        return gone.object()
+
+    # -- binding -------------------------------------------------------------------------------------------
+    async def bind(self, namespace: str, name: str, binding: Obj, user: User) -> None:
+        """pods/binding: set spec.nodeName once (Conflict if the pod is bound already)."""
+        target = binding.get("target") or {}
+        node = target.get("name") if isinstance(target, dict) else None
+        if not node or not isinstance(node, str):
+            raise invalid("Binding", "", name, [Cause("target.name", "FieldValueRequired", "Required value")])
+
+        annotations = (binding.get("metadata") or {}).get("annotations") or {}
+
+        def assign(pod: Obj) -> Obj:
+            try:
+                assign_pod(pod, node, now_rfc3339())
+            except ValueError as exc:
+                raise conflict("pods", "", name, str(exc)) from None
+            if annotations:
+                pod["metadata"].setdefault("annotations", {}).update(annotations)
+            return pod
+
+        key = self.resource.key(namespace, name)
+        for _attempt in range(UPDATE_RETRIES):
+            record = self.record(namespace, name)
+            pod = assign(record.object())
+            try:
+                await self.store.update(key, pod, expected_revision=record.mod_revision)
+                return
+            except Conflict:
+                continue
+        raise self._conflict(name)

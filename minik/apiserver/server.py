@@ -1,0 +1,253 @@
+"""The API server's request pipeline, independent of the transport.
+
+authenticate -> resolve the path -> authorize -> decode -> admit -> validate -> store, each a replaceable stage.
+Every failure becomes a Kubernetes Status; nothing a client sends can get past this function as an exception.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import structlog
+
+from minik.api.errors import StatusError, bad_request, internal, not_found, unsupported_media_type
+from minik.api.registry import Registry, ResourceType
+from minik.apiserver import codec, discovery
+from minik.apiserver.admission import (AdmissionPlugin, Admission, AllowAll, Authenticator, Authorizer,
+                                       LoopbackAuthenticator, NamespaceLifecycle, ObjectReader)
+from minik.apiserver.lists import list_body, parse_list_options, read_list
+from minik.apiserver.patch import json_patch, merge_patch, strategic_merge_patch
+from minik.apiserver.request import ApiRequest, ApiResponse, User, success_status
+from minik.apiserver.requestinfo import RequestInfo, resolve
+from minik.apiserver.rest import ResourceRest
+from minik.apiserver.watch import WatchStream
+from minik.store import Record, Store
+
+log = structlog.get_logger("minik.apiserver")
+
+Obj = dict[str, Any]
+
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+@dataclass(frozen=True)
+class ApiSettings:
+    address: str = "127.0.0.1:6443"
+    """host:port clients reach this server at (advertised in /api)."""
+
+    bookmark_interval_seconds: float = 30.0
+    """How often an idle watch that allows bookmarks gets one."""
+
+
+class ApiServer:
+    def __init__(self, store: Store, registry: Registry, settings: ApiSettings | None = None,
+                 authenticator: Authenticator | None = None, authorizer: Authorizer | None = None,
+                 admission_plugins: list[AdmissionPlugin] | None = None) -> None:
+        self.store = store
+        self.registry = registry
+        self.settings = settings or ApiSettings()
+        self.authenticator = authenticator or LoopbackAuthenticator()
+        self.authorizer = authorizer or AllowAll()
+        self.reader = ObjectReader(store, registry)
+        plugins = admission_plugins if admission_plugins is not None else [NamespaceLifecycle(self.reader)]
+        self.admission = Admission(plugins)
+        self.rests = {(t.group, t.version, t.plural): ResourceRest(t, store, self.admission) for t in registry.types}
+        self.ready = False
+        self._static = self._discovery_documents()
+
+    def _discovery_documents(self) -> dict[str, bytes]:
+        docs: dict[str, Any] = {
+            "/version": discovery.version_info(),
+            "/api": discovery.api_versions(self.settings.address),
+            "/apis": discovery.api_group_list(self.registry),
+        }
+        for group, versions in self.registry.group_versions().items():
+            for version in versions:
+                path = f"/apis/{group}/{version}" if group else f"/api/{version}"
+                docs[path] = discovery.resource_list(self.registry, group, version)
+            if group:
+                docs[f"/apis/{group}"] = discovery.api_group(group, versions)
+        return {path: orjson.dumps(doc) for path, doc in docs.items()}
+
+    async def bootstrap(self) -> None:
+        """Create the namespaces every cluster has, then report ready."""
+        namespaces = self.rests[("", "v1", "namespaces")]
+        admin = User("system:apiserver", ("system:masters",))
+        for name in SYSTEM_NAMESPACES:
+            if self.store.get(namespaces.resource.key(None, name)) is None:
+                try:
+                    await namespaces.create({"metadata": {"name": name}}, None, admin)
+                except StatusError as exc:
+                    if exc.reason != "AlreadyExists":
+                        raise
+        self.ready = True
+
+    # -- entry point ---------------------------------------------------------------------------------------
+    async def handle(self, request: ApiRequest) -> ApiResponse:
+        try:
+            return await self._handle(request)
+        except StatusError as exc:
+            return ApiResponse.error(exc)
+        except Exception as exc:  # a bug: log it, answer a Status, keep serving
+            log.exception("request failed", method=request.method, path=request.path)
+            return ApiResponse.error(internal(type(exc).__name__))
+
+    async def _handle(self, request: ApiRequest) -> ApiResponse:
+        path = "/" + request.path.strip("/")
+        if path in ("/healthz", "/livez", "/readyz") or path.startswith(("/healthz/", "/livez/", "/readyz/")):
+            return self._health(path)
+        user = request.user or await self.authenticator.authenticate(request)
+        if user is None:
+            raise StatusError(401, "Unauthorized", "Unauthorized")
+        static = self._static.get(path)
+        if static is not None and request.method in ("GET", "HEAD"):
+            return ApiResponse.raw(static)
+        if path == "/":
+            return ApiResponse.json({"paths": sorted(self._static)})
+        info = resolve(self.registry, request.method, path, request.query)
+        denied = await self.authorizer.authorize(user, info)
+        if denied is not None:
+            raise StatusError(403, "Forbidden", f'{info.resource.group_resource} is forbidden: User "{user.name}" '
+                              f'cannot {info.verb} resource "{info.resource.plural}" in API group '
+                              f'"{info.resource.group}"' + (f' in the namespace "{info.namespace}"'
+                                                            if info.namespace else "") + f": {denied}")
+        return await self._dispatch(info, request, user)
+
+    def _health(self, path: str) -> ApiResponse:
+        ok = self.ready or not path.startswith("/readyz")
+        return ApiResponse(200 if ok else 503, b"ok" if ok else b"not ready", content_type="text/plain")
+
+    def rest(self, resource: ResourceType) -> ResourceRest:
+        return self.rests[(resource.group, resource.version, resource.plural)]
+
+    # -- verbs ---------------------------------------------------------------------------------------------
+    async def _dispatch(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
+        rest = self.rest(info.resource)
+        query = request.query
+        dry_run = _dry_run(query)
+        verb, sub = info.verb, info.subresource
+        if sub not in (None, "status", "binding", "finalize"):
+            raise not_found(f"{info.resource.plural}/{sub}", info.resource.group, info.name or "")
+        if verb == "get":
+            return ApiResponse.raw(rest.record(info.namespace, info.name or "").raw)
+        if verb == "list":
+            items, meta = await read_list(self.store, info.resource, info.namespace, parse_list_options(query,
+                                                                                                        info.resource))
+            return ApiResponse.raw(list_body(info.resource, [r.raw for r in items], meta))
+        if verb == "watch":
+            stream = WatchStream(self.store, info.resource, info.namespace,
+                                 parse_list_options(query, info.resource, info.name),
+                                 self.settings.bookmark_interval_seconds)
+            await stream.open()
+            return ApiResponse(200, stream=stream.lines())
+        if verb == "create":
+            body = codec.decode_object(request.body, request.headers.get("Content-Type"))
+            if sub == "binding":
+                await rest.bind(info.namespace or "", info.name or "", body, user)
+                return ApiResponse.json(success_status(info.name or "", "", "pods"), 201)
+            if sub is not None:
+                raise not_found(f"{info.resource.plural}/{sub}", info.resource.group, info.name or "")
+            created = await rest.create(body, info.namespace, user, dry_run)
+            return _object_response(created, 201)
+        if sub == "binding":
+            raise StatusError(405, "MethodNotAllowed", "the server does not allow this method on the requested "
+                              f"resource ({request.method})")
+        if verb == "update":
+            body = codec.decode_object(request.body, request.headers.get("Content-Type"))
+            updated = await rest.update(body, info.namespace, info.name or "", user, sub, dry_run)
+            return _object_response(updated)
+        if verb == "patch":
+            apply = _patcher(request.body, request.headers.get("Content-Type"), info.resource)
+            patched = await rest.patch(info.namespace, info.name or "", apply, user, sub, dry_run)
+            return _object_response(patched)
+        if verb == "delete":
+            options = _delete_options(request.body, request.headers.get("Content-Type"), query)
+            obj, gone = await rest.delete(info.namespace, info.name or "", options, user)
+            if gone and not info.resource.strategy.return_deleted_object:
+                return ApiResponse.json(success_status(info.name or "", info.resource.group, info.resource.plural,
+                                                       obj.get("metadata", {}).get("uid")))
+            accepted = not gone and options.get("propagationPolicy") == "Foreground"
+            return ApiResponse.json(obj, 202 if accepted else 200)
+        if verb == "deletecollection":
+            options = _delete_options(request.body, request.headers.get("Content-Type"), query)
+            items, meta = await read_list(self.store, info.resource, info.namespace,
+                                          parse_list_options(query, info.resource))
+            deleted = []
+            for record in items:
+                obj = record.object()
+                meta_ = obj.get("metadata", {})
+                try:
+                    gone_obj, _ = await rest.delete(meta_.get("namespace"), meta_.get("name", ""), options, user)
+                except StatusError as exc:
+                    if exc.code != 404:
+                        raise
+                    continue
+                deleted.append(orjson.dumps(gone_obj))
+            return ApiResponse.raw(list_body(info.resource, deleted, {"resourceVersion": str(self.store.revision)}))
+        raise StatusError(405, "MethodNotAllowed", f"the server does not allow this method on the requested "
+                          f"resource ({request.method})")
+
+
+def _object_response(result: Record | Obj, status: int = 200) -> ApiResponse:
+    if isinstance(result, Record):
+        return ApiResponse.raw(result.raw, status)
+    return ApiResponse.json(result, status)
+
+
+def _dry_run(query: Mapping[str, str]) -> bool:
+    value = query.get("dryRun")
+    if value in (None, ""):
+        return False
+    if value != "All":
+        raise bad_request(f'dryRun: Unsupported value: "{value}": supported values: "All"')
+    return True
+
+
+def _patcher(body: bytes, content_type: str | None, resource: ResourceType) -> Any:
+    kind = codec.media_type(content_type)
+    if kind == codec.STRATEGIC_MERGE_PATCH:
+        patch = codec.decode(body, content_type)
+        return lambda current: strategic_merge_patch(current, patch, resource.kind)
+    if kind == codec.MERGE_PATCH:
+        patch = codec.decode(body, content_type)
+        if not isinstance(patch, dict):
+            raise bad_request("a merge patch must be a JSON object")
+        return lambda current: merge_patch(current, patch)
+    if kind == codec.JSON_PATCH:
+        operations = codec.decode(body, content_type)
+        return lambda current: json_patch(current, operations)
+    raise unsupported_media_type(kind)
+
+
+_DELETE_QUERY_INTS = ("gracePeriodSeconds",)
+
+
+def _delete_options(body: bytes, content_type: str | None, query: Mapping[str, str]) -> Obj:
+    options: Obj = {}
+    if body.strip():
+        decoded = codec.decode(body, content_type)
+        if not isinstance(decoded, dict):
+            raise bad_request("DeleteOptions must be a JSON object")
+        options = decoded
+    for name in _DELETE_QUERY_INTS:
+        if query.get(name) not in (None, ""):
+            try:
+                options[name] = int(query[name])
+            except ValueError:
+                raise bad_request(f"{name}: Invalid value: {query[name]!r}: must be an integer") from None
+    if query.get("propagationPolicy"):
+        options["propagationPolicy"] = query["propagationPolicy"]
+    if query.get("orphanDependents") in ("true", "false"):
+        options["orphanDependents"] = query["orphanDependents"] == "true"
+    if _dry_run(query):
+        options["dryRun"] = ["All"]
+    grace = options.get("gracePeriodSeconds")
+    if grace is not None and (not isinstance(grace, int) or isinstance(grace, bool)):
+        raise bad_request("gracePeriodSeconds must be an integer")
+    preconditions = options.get("preconditions")
+    if preconditions is not None and not isinstance(preconditions, dict):
+        raise bad_request("preconditions must be an object")
+    return options

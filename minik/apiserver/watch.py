@@ -1,0 +1,151 @@
+"""Watch streams: newline-delimited JSON events (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR).
+
+Selectors are applied per event with the object before and after it, as Kubernetes' watch cache does: an object
+that starts matching arrives as ADDED, one that stops matching as DELETED. An expired starting revision is an
+HTTP 200 with one ERROR event carrying a 410 Status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+
+from minik.api.errors import StatusError, expired, timeout
+from minik.api.registry import ResourceType
+from minik.apiserver.lists import ListOptions, ObjectPredicate, object_predicate
+from minik.apiserver.rest import parse_resource_version
+from minik.store import Compacted, Event, EventType, FutureRevision, Record, Store, Watcher
+
+DEFAULT_TIMEOUT_SECONDS = 1800
+BOOKMARK_INTERVAL_SECONDS = 30.0
+MAX_EVENTS_PER_WRITE = 500
+
+_TYPES = {EventType.ADDED: b"ADDED", EventType.MODIFIED: b"MODIFIED", EventType.DELETED: b"DELETED"}
+
+
+def event_line(kind: bytes, raw: bytes) -> bytes:
+    return b'{"type":"' + kind + b'","object":' + raw + b"}\n"
+
+
+def error_line(error: StatusError) -> bytes:
+    return event_line(b"ERROR", orjson.dumps(error.to_status()))
+
+
+def _with_revision(raw: bytes, revision: int) -> bytes:
+    obj: dict[str, Any] = orjson.loads(raw)
+    obj.setdefault("metadata", {})["resourceVersion"] = str(revision)
+    return orjson.dumps(obj)
+
+
+def translate(event: Event, predicate: ObjectPredicate | None) -> bytes | None:
+    """The line a watcher with ``predicate`` gets for ``event``, or None when the event is not for it."""
+    kind = _TYPES[event.type]
+    if predicate is None:
+        return event_line(kind, event.raw)
+    now = predicate(orjson.loads(event.raw))
+    if event.type is EventType.ADDED:
+        return event_line(kind, event.raw) if now else None
+    if event.type is EventType.DELETED:
+        return event_line(kind, event.raw) if now else None
+    before = predicate(orjson.loads(event.prev_raw)) if event.prev_raw is not None else now
+    if now and before:
+        return event_line(b"MODIFIED", event.raw)
+    if now:
+        return event_line(b"ADDED", event.raw)
+    if before:
+        assert event.prev_raw is not None
+        return event_line(b"DELETED", _with_revision(event.prev_raw, event.revision))
+    return None
+
+
+class WatchStream:
+    """Opens the store watch (errors surface before the response starts) and then streams it."""
+
+    def __init__(self, store: Store, resource: ResourceType, namespace: str | None, options: ListOptions,
+                 bookmark_interval: float = BOOKMARK_INTERVAL_SECONDS) -> None:
+        self.store = store
+        self.resource = resource
+        self.prefix = resource.prefix(namespace)
+        self.options = options
+        self.predicate = object_predicate(options, resource)
+        self.bookmark_interval = bookmark_interval
+        self.watcher: Watcher | None = None
+        self.initial: list[Record] = []
+        self.error: StatusError | None = None
+
+    async def open(self) -> None:
+        """Start watching. A bad starting revision becomes an ERROR event, as Kubernetes sends it."""
+        options = self.options
+        wanted = parse_resource_version(options.resource_version, "resourceVersion")
+        initial_events = options.send_initial_events
+        if initial_events is None:
+            initial_events = not wanted
+        try:
+            if initial_events:
+                if wanted:
+                    await self.store.wait_for_revision(wanted)
+                self.initial, self.watcher = self.store.snapshot_and_watch(self.prefix)
+            else:
+                assert wanted is not None
+                await self.store.wait_for_revision(wanted)
+                self.watcher = self.store.watch(self.prefix, wanted)
+        except Compacted as exc:
+            self.error = expired(f"too old resource version: {exc.requested} ({exc.compact_revision})")
+        except FutureRevision as exc:
+            self.error = timeout(f"Too large resource version: {exc.requested}, current: {exc.current}")
+
+    def _bookmark(self, revision: int, initial_end: bool = False) -> bytes:
+        meta: dict[str, Any] = {"resourceVersion": str(revision)}
+        if initial_end:
+            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+        return event_line(b"BOOKMARK", orjson.dumps({"kind": self.resource.kind,
+                                                     "apiVersion": self.resource.api_version, "metadata": meta}))
+
+    async def lines(self) -> AsyncIterator[bytes]:
+        """The body, chunk by chunk; ends at timeoutSeconds, when the watcher closes, or on cancellation."""
+        if self.error is not None:
+            yield error_line(self.error)
+            return
+        watcher = self.watcher
+        assert watcher is not None
+        loop = asyncio.get_running_loop()
+        seconds = self.options.timeout_seconds
+        deadline = loop.time() + (seconds if seconds else DEFAULT_TIMEOUT_SECONDS)
+        try:
+            if self.initial:
+                chunk = []
+                for record in self.initial:
+                    if self.predicate is None or self.predicate(record.object()):
+                        chunk.append(event_line(b"ADDED", record.raw))
+                    if len(chunk) >= MAX_EVENTS_PER_WRITE:
+                        yield b"".join(chunk)
+                        chunk = []
+                if chunk:
+                    yield b"".join(chunk)
+            if self.options.send_initial_events and self.options.allow_bookmarks:
+                yield self._bookmark(watcher.revision, initial_end=True)
+            while True:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    return
+                wait = min(remaining, self.bookmark_interval) if self.options.allow_bookmarks else remaining
+                try:
+                    batch = await watcher.next_batch(MAX_EVENTS_PER_WRITE, timeout=wait)
+                except StopAsyncIteration:
+                    return
+                if not batch:
+                    if self.options.allow_bookmarks and loop.time() < deadline and not watcher.replaying:
+                        yield self._bookmark(max(watcher.revision, self.store.revision))
+                    continue
+                out = [line for line in (translate(e, self.predicate) for e in batch) if line is not None]
+                if out:
+                    yield b"".join(out)
+        finally:
+            await watcher.aclose()
+
+    async def close(self) -> None:
+        if self.watcher is not None:
+            await self.watcher.aclose()

@@ -1,0 +1,585 @@
+"""The async API client every component uses (client-go's dynamic client, in Python's shape).
+
+Objects are plain dicts, resources are ``ResourceType``s (or names resolved through the registry: "configmaps",
+"ConfigMap", "cm", "deployments.apps"). Two transports carry the same requests: HTTP (aiohttp) for another
+process, and in-process, which hands an ``ApiRequest`` straight to ``ApiServer.handle`` with no socket but
+through the same authentication, admission, validation and serialization.
+
+Every non-2xx answer raises ``StatusError`` built from the server's Status (code, reason, message, details);
+network failures raise ``TransportError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+import aiohttp
+import orjson
+from multidict import CIMultiDict
+
+from minik.api.errors import StatusError
+from minik.api.registry import Registry, ResourceType
+
+if TYPE_CHECKING:
+    from minik.apiserver.request import ApiRequest
+    from minik.apiserver.server import ApiServer
+
+Obj = dict[str, Any]
+Resource = ResourceType | str
+Selector = str | Mapping[str, str] | None
+
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+
+#: reasons for answers whose body is not a Status (as client-go's NewGenericServerResponse names them)
+_GENERIC_REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound",
+                    405: "MethodNotAllowed", 406: "NotAcceptable", 409: "Conflict", 410: "Gone",
+                    413: "RequestEntityTooLarge", 415: "UnsupportedMediaType", 422: "Invalid",
+                    429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable", 504: "Timeout"}
+
+
+class TransportError(ConnectionError):
+    """The server could not be reached, or a response broke off mid-way."""
+
+
+def _describe(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
+
+
+# -- transports ---------------------------------------------------------------------------------------------
+@dataclass
+class Response:
+    """A whole (non-streamed) response."""
+
+    status: int
+    body: bytes
+
+
+@dataclass
+class StreamedResponse:
+    """A response read chunk by chunk (watches). ``close`` must be awaited once the caller is done with it."""
+
+    status: int
+    chunks: AsyncIterator[bytes]
+    close: Callable[[], Awaitable[None]]
+
+
+class Transport(Protocol):
+    async def request(self, method: str, path: str, query: Mapping[str, str], body: bytes | None = None,
+                      content_type: str | None = None) -> Response: ...
+
+    async def stream(self, method: str, path: str, query: Mapping[str, str]) -> StreamedResponse: ...
+
+    async def close(self) -> None: ...
+
+
+class HttpTransport:
+    """HTTP through one aiohttp session, created on first use (it must be created inside the event loop)."""
+
+    def __init__(self, url: str, token: str | None = None, timeout_seconds: float = 60.0) -> None:
+        self.url = url.rstrip("/")
+        self._headers = {"Accept": JSON}
+        if token:
+            self._headers["Authorization"] = f"Bearer {token}"
+        self._timeout = aiohttp.ClientTimeout(total=timeout_seconds)
+        # watches last as long as the server keeps them open; only connecting is bounded
+        self._stream_timeout = aiohttp.ClientTimeout(total=None, sock_connect=timeout_seconds)
+        self._session: aiohttp.ClientSession | None = None
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            # no connection limit: every informer holds a connection for its watch, and a pool exhausted by
+            # watches would deadlock the requests made by their handlers
+            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), headers=self._headers)
+        return self._session
+
+    async def request(self, method: str, path: str, query: Mapping[str, str], body: bytes | None = None,
+                      content_type: str | None = None) -> Response:
+        headers = {"Content-Type": content_type} if content_type else None
+        try:
+            async with self._get_session().request(method, self.url + path, params=dict(query), data=body,
+                                                   headers=headers, timeout=self._timeout) as response:
+                return Response(response.status, await response.read())
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise TransportError(f"{method} {path}: {_describe(exc)}") from exc
+
+    async def stream(self, method: str, path: str, query: Mapping[str, str]) -> StreamedResponse:
+        try:
+            response = await self._get_session().request(method, self.url + path, params=dict(query),
+                                                         timeout=self._stream_timeout)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise TransportError(f"{method} {path}: {_describe(exc)}") from exc
+
+        async def close() -> None:
+            response.close()  # drops the connection: an unfinished stream cannot go back to the pool
+
+        return StreamedResponse(response.status, _HttpChunks(response, f"{method} {path}"), close)
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
+class _HttpChunks:
+    """The body of a streamed aiohttp response, chunk by chunk as they arrive (a class rather than an async
+    generator, so nothing is left for the garbage collector to finalize when the stream is dropped)."""
+
+    def __init__(self, response: aiohttp.ClientResponse, what: str) -> None:
+        self._response = response
+        self._what = what
+
+    def __aiter__(self) -> "_HttpChunks":
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            chunk = await self._response.content.readany()
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise TransportError(f"{self._what}: {_describe(exc)}") from exc
+        if not chunk:
+            raise StopAsyncIteration
+        return chunk
+
+
+class _Chunks:
+    def __init__(self, chunks: list[bytes]) -> None:
+        self._chunks = chunks
+
+    def __aiter__(self) -> "_Chunks":
+        return self
+
+    async def __anext__(self) -> bytes:
+        if not self._chunks:
+            raise StopAsyncIteration
+        return self._chunks.pop(0)
+
+
+class InProcessTransport:
+    """Calls ``ApiServer.handle`` directly: no socket, the same request pipeline.
+
+    The request is awaited in the caller's task, so cancelling the caller cancels the request, as a client
+    going away would.
+    """
+
+    def __init__(self, api: "ApiServer", token: str | None = None) -> None:
+        self.api = api
+        self._token = token
+
+    def _request(self, method: str, path: str, query: Mapping[str, str], body: bytes | None,
+                 content_type: str | None) -> "ApiRequest":
+        # imported here: only the in-process transport needs the server's types, and a client in another
+        # process must not load the API server
+        from minik.apiserver.request import ApiRequest
+
+        headers: CIMultiDict[str] = CIMultiDict({"Accept": JSON})
+        if content_type:
+            headers["Content-Type"] = content_type
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
+        return ApiRequest(method, path, dict(query), headers, body or b"")
+
+    async def request(self, method: str, path: str, query: Mapping[str, str], body: bytes | None = None,
+                      content_type: str | None = None) -> Response:
+        result = await self.api.handle(self._request(method, path, query, body, content_type))
+        if result.stream is not None:  # not asked for; read it all rather than leave it open
+            stream = result.stream
+            try:
+                return Response(result.status, b"".join([chunk async for chunk in stream]))
+            finally:
+                await _aclose(stream)
+        return Response(result.status, result.body)
+
+    async def stream(self, method: str, path: str, query: Mapping[str, str]) -> StreamedResponse:
+        result = await self.api.handle(self._request(method, path, query, None, None))
+        if result.stream is None:
+            async def nothing() -> None:
+                return None
+
+            return StreamedResponse(result.status, _Chunks([result.body]), nothing)
+        stream = result.stream
+
+        async def close() -> None:
+            await _aclose(stream)
+
+        return StreamedResponse(result.status, stream, close)
+
+    async def close(self) -> None:
+        return None
+
+
+async def _aclose(iterator: AsyncIterator[bytes]) -> None:
+    aclose = getattr(iterator, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
+
+# -- responses ----------------------------------------------------------------------------------------------
+def status_error(code: int, body: bytes) -> StatusError:
+    """The StatusError for a failed response: from its Status when it has one, generic otherwise."""
+    try:
+        decoded = orjson.loads(body) if body else None
+    except orjson.JSONDecodeError:
+        decoded = None
+    if isinstance(decoded, dict) and decoded.get("kind") == "Status":
+        return status_from_object(decoded, code)
+    text = body.decode("utf-8", "replace").strip()
+    reason = _GENERIC_REASONS.get(code, "InternalError" if code >= 500 else "BadRequest")
+    return StatusError(code, reason, text or f"the server responded with HTTP {code}")
+
+
+def status_from_object(status: Obj, default_code: int = 500) -> StatusError:
+    code = status.get("code")
+    code = code if isinstance(code, int) and code > 0 else default_code
+    return StatusError(code, str(status.get("reason") or _GENERIC_REASONS.get(code, "Unknown")),
+                       str(status.get("message") or ""), dict(status.get("details") or {}))
+
+
+def _decode(response: Response) -> Obj:
+    if not 200 <= response.status < 300:
+        raise status_error(response.status, response.body)
+    try:
+        value = orjson.loads(response.body) if response.body else {}
+    except orjson.JSONDecodeError as exc:
+        raise StatusError(500, "InternalError", f"the server answered with invalid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise StatusError(500, "InternalError", "the server answered with JSON that is not an object")
+    return value
+
+
+class LineSplitter:
+    """Turns arbitrary chunks into complete lines: a line split across chunks is held until its end arrives."""
+
+    def __init__(self) -> None:
+        self._partial = b""
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        data = self._partial + chunk if self._partial else chunk
+        lines = data.split(b"\n")
+        self._partial = lines.pop()
+        return [line for line in lines if line.strip()]
+
+    def finish(self) -> list[bytes]:
+        """Whatever is left when the stream ends (a final line without its newline)."""
+        rest, self._partial = self._partial, b""
+        return [rest] if rest.strip() else []
+
+
+# -- watches ------------------------------------------------------------------------------------------------
+class WatchEvent(NamedTuple):
+    type: str
+    """ADDED, MODIFIED, DELETED or BOOKMARK (ERROR events are raised as StatusError)."""
+    object: Obj
+
+
+class Watch:
+    """A watch: an async iterator of ``WatchEvent`` (unpackable as ``(type, object)``) that ends when the
+    server ends the watch.
+
+    Use it as ``async with client.watch(...) as events: async for type_, obj in events: ...``; the context
+    manager closes the connection when the loop is left early. Iterating without it opens the watch on
+    first use; then call ``aclose()`` when leaving early. An ERROR event raises StatusError (410 Expired when
+    the starting resourceVersion is too old) and ends the watch.
+    """
+
+    def __init__(self, open_stream: Callable[[], Awaitable[StreamedResponse]]) -> None:
+        self._open_stream = open_stream
+        self._response: StreamedResponse | None = None
+        self._splitter = LineSplitter()
+        self._pending: list[bytes] = []
+        self._finished = False
+
+    async def _open(self) -> StreamedResponse:
+        if self._response is None:
+            response = await self._open_stream()
+            self._response = response
+            if not 200 <= response.status < 300:
+                try:
+                    body = b"".join([chunk async for chunk in response.chunks])
+                finally:
+                    await self.aclose()
+                raise status_error(response.status, body)
+        return self._response
+
+    async def __aenter__(self) -> "Watch":
+        await self._open()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
+
+    def __aiter__(self) -> "Watch":
+        return self
+
+    async def __anext__(self) -> WatchEvent:
+        if self._finished:
+            raise StopAsyncIteration
+        response = await self._open()
+        while not self._pending:
+            try:
+                chunk = await response.chunks.__anext__()
+            except StopAsyncIteration:
+                self._pending = self._splitter.finish()
+                if not self._pending:
+                    await self.aclose()
+                    raise
+                break
+            except BaseException:
+                await self.aclose()
+                raise
+            self._pending = self._splitter.feed(chunk)
+        line = self._pending.pop(0)
+        try:
+            event = orjson.loads(line)
+            kind, obj = event["type"], event["object"]
+        except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+            await self.aclose()
+            raise StatusError(500, "InternalError", f"malformed watch event: {exc}") from None
+        if kind == "ERROR":
+            await self.aclose()
+            raise status_from_object(obj if isinstance(obj, dict) else {})
+        return WatchEvent(kind, obj)
+
+    async def aclose(self) -> None:
+        self._finished = True
+        self._pending = []
+        if self._response is not None:
+            await self._response.close()
+
+
+# -- the client ---------------------------------------------------------------------------------------------
+def _selector(value: Selector) -> str | None:
+    if value is None or isinstance(value, str):
+        return value or None
+    return ",".join(f"{k}={v}" for k, v in value.items()) or None
+
+
+def _query(**params: Any) -> dict[str, str]:
+    """Query parameters in Kubernetes' camelCase; None is left out, booleans are "true"/"false"."""
+    out: dict[str, str] = {}
+    for name, value in params.items():
+        if value is None:
+            continue
+        head, *rest = name.rstrip("_").split("_")
+        key = head + "".join(part.capitalize() for part in rest)
+        out[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+    return out
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+class Client:
+    """Async client for the API: one per component, closed when the component stops.
+
+    A namespaced resource needs a namespace for everything that names one object (from the argument or,
+    for create and update, from the object's metadata); list and watch without one span all namespaces.
+    """
+
+    def __init__(self, transport: Transport, registry: Registry | None = None) -> None:
+        if registry is None:
+            from minik.api.resources import REGISTRY
+
+            registry = REGISTRY
+        self.transport = transport
+        self.registry = registry
+
+    @classmethod
+    def http(cls, url: str, token: str | None = None, *, timeout_seconds: float = 60.0,
+             registry: Registry | None = None) -> "Client":
+        return cls(HttpTransport(url, token, timeout_seconds), registry)
+
+    @classmethod
+    def in_process(cls, api: "ApiServer", token: str | None = None, *, registry: Registry | None = None
+                   ) -> "Client":
+        return cls(InProcessTransport(api, token), registry or api.registry)
+
+    async def close(self) -> None:
+        await self.transport.close()
+
+    async def __aenter__(self) -> "Client":
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.close()
+
+    # -- paths ----------------------------------------------------------------------------------------------
+    def resource(self, resource: Resource) -> ResourceType:
+        """A ResourceType as given, or the one a name (plural, singular, kind, short name) resolves to."""
+        if isinstance(resource, ResourceType):
+            return resource
+        resolved = self.registry.resolve(resource)
+        if resolved is None:
+            raise ValueError(f"unknown resource {resource!r}")
+        return resolved
+
+    def path(self, resource: Resource, namespace: str | None = None, name: str | None = None,
+             subresource: str | None = None) -> str:
+        """The URL path of a collection, an object or an object's subresource."""
+        rt = self.resource(resource)
+        path = f"/apis/{rt.group}/{rt.version}" if rt.group else f"/api/{rt.version}"
+        if namespace is not None:
+            if not rt.namespaced:
+                raise ValueError(f"{rt.group_resource} is not namespaced, but namespace {namespace!r} was given")
+            path += f"/namespaces/{namespace}"
+        elif rt.namespaced and name is not None:
+            raise ValueError(f"{rt.group_resource} is namespaced: a namespace is needed for {name!r}")
+        path += f"/{rt.plural}"
+        if name is not None:
+            if not name:
+                raise ValueError("an object name cannot be empty")
+            path += f"/{name}"
+        if subresource is not None:
+            path += f"/{subresource}"
+        return path
+
+    def _object_path(self, resource: Resource, obj: Mapping[str, Any], namespace: str | None,
+                     subresource: str | None = None) -> str:
+        rt = self.resource(resource)
+        meta = _meta(obj)
+        name = meta.get("name")
+        if not isinstance(name, str) or not name:
+            raise ValueError("the object has no metadata.name")
+        ns = (namespace or meta.get("namespace")) if rt.namespaced else None
+        return self.path(rt, ns, name, subresource)
+
+    def _collection_path(self, resource: Resource, obj: Mapping[str, Any], namespace: str | None) -> str:
+        rt = self.resource(resource)
+        ns = (namespace or _meta(obj).get("namespace")) if rt.namespaced else None
+        if rt.namespaced and not ns:
+            raise ValueError(f"{rt.group_resource} is namespaced: a namespace is needed to create one")
+        return self.path(rt, ns)
+
+    async def _call(self, method: str, path: str, query: Mapping[str, str] | None = None, body: Any = None,
+                    content_type: str = JSON) -> Obj:
+        payload: bytes | None
+        if body is None:
+            payload = None
+        elif isinstance(body, (bytes, bytearray)):
+            payload = bytes(body)
+        else:
+            payload = orjson.dumps(body)
+        response = await self.transport.request(method, path, query or {}, payload,
+                                                content_type if payload is not None else None)
+        return _decode(response)
+
+    # -- reads ----------------------------------------------------------------------------------------------
+    async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Obj:
+        return await self._call("GET", self.path(resource, namespace, name))
+
+    async def list(self, resource: Resource, namespace: str | None = None, *, label_selector: Selector = None,
+                   field_selector: Selector = None, limit: int | None = None, continue_: str | None = None,
+                   resource_version: str | None = None, resource_version_match: str | None = None,
+                   timeout_seconds: int | None = None) -> Obj:
+        """One page of a list: the decoded list with ``items`` and ``metadata`` (``resourceVersion``, and
+        ``continue`` when there are more pages)."""
+        query = _query(label_selector=_selector(label_selector), field_selector=_selector(field_selector),
+                       limit=limit or None, continue_=continue_ or None, resource_version=resource_version,
+                       resource_version_match=resource_version_match, timeout_seconds=timeout_seconds)
+        return await self._call("GET", self.path(resource, namespace), query)
+
+    async def list_all(self, resource: Resource, namespace: str | None = None, *, label_selector: Selector = None,
+                       field_selector: Selector = None, page_size: int = 500) -> Obj:
+        """Every item, fetched ``page_size`` at a time; all pages are read at the first page's revision.
+
+        When the continue token expires mid-way (410: history was compacted), the list restarts without paging,
+        as client-go's pager does. The result is one list whose metadata.resourceVersion is the snapshot's.
+        """
+        first = await self.list(resource, namespace, label_selector=label_selector, field_selector=field_selector,
+                                limit=page_size)
+        items: list[Obj] = list(first.get("items") or [])
+        token = (first.get("metadata") or {}).get("continue")
+        while token:
+            try:
+                page = await self.list(resource, namespace, label_selector=label_selector,
+                                       field_selector=field_selector, limit=page_size, continue_=token)
+            except StatusError as exc:
+                if exc.code != 410:
+                    raise
+                return await self.list(resource, namespace, label_selector=label_selector,
+                                       field_selector=field_selector)
+            items.extend(page.get("items") or [])
+            token = (page.get("metadata") or {}).get("continue")
+        metadata = {"resourceVersion": (first.get("metadata") or {}).get("resourceVersion", "")}
+        return {"kind": first.get("kind", ""), "apiVersion": first.get("apiVersion", ""), "metadata": metadata,
+                "items": items}
+
+    def watch(self, resource: Resource, namespace: str | None = None, *, resource_version: str | None = None,
+              timeout_seconds: int | None = None, allow_bookmarks: bool = False, label_selector: Selector = None,
+              field_selector: Selector = None, send_initial_events: bool | None = None) -> Watch:
+        """Watch a collection from ``resource_version`` (events after it), or from now with the current
+        objects first as ADDED when it is empty or None. See ``Watch`` for how to consume and close it."""
+        path = self.path(resource, namespace)
+        query = _query(watch=True, resource_version=resource_version or None, timeout_seconds=timeout_seconds,
+                       allow_watch_bookmarks=allow_bookmarks or None, label_selector=_selector(label_selector),
+                       field_selector=_selector(field_selector), send_initial_events=send_initial_events)
+        return Watch(lambda: self.transport.stream("GET", path, query))
+
+    # -- writes ---------------------------------------------------------------------------------------------
+    async def create(self, resource: Resource, obj: Mapping[str, Any], namespace: str | None = None, *,
+                     dry_run: bool = False) -> Obj:
+        return await self._call("POST", self._collection_path(resource, obj, namespace),
+                                _query(dry_run="All" if dry_run else None), obj)
+
+    async def update(self, resource: Resource, obj: Mapping[str, Any], namespace: str | None = None, *,
+                     dry_run: bool = False) -> Obj:
+        """PUT the whole object. Its metadata.resourceVersion, when set, must be current (else 409 Conflict)."""
+        return await self._call("PUT", self._object_path(resource, obj, namespace),
+                                _query(dry_run="All" if dry_run else None), obj)
+
+    async def update_status(self, resource: Resource, obj: Mapping[str, Any], namespace: str | None = None) -> Obj:
+        """PUT to the status subresource: only the status changes."""
+        return await self._call("PUT", self._object_path(resource, obj, namespace, "status"), None, obj)
+
+    async def patch(self, resource: Resource, name: str, patch: Any, namespace: str | None = None, *,
+                    content_type: str = MERGE_PATCH, field_manager: str | None = None, force: bool | None = None,
+                    dry_run: bool = False, subresource: str | None = None) -> Obj:
+        """Patch an object: a JSON merge patch (a dict) by default; pass ``content_type=JSON_PATCH`` with a
+        list of operations, or another patch type. ``patch`` may also be the encoded bytes."""
+        query = _query(field_manager=field_manager, force=force, dry_run="All" if dry_run else None)
+        return await self._call("PATCH", self.path(resource, namespace, name, subresource), query, patch,
+                                content_type)
+
+    async def patch_status(self, resource: Resource, name: str, patch: Any, namespace: str | None = None, *,
+                           content_type: str = MERGE_PATCH) -> Obj:
+        return await self.patch(resource, name, patch, namespace, content_type=content_type, subresource="status")
+
+    async def delete(self, resource: Resource, name: str, namespace: str | None = None, *,
+                     grace_period_seconds: int | None = None, propagation_policy: str | None = None,
+                     preconditions: Mapping[str, str] | None = None, dry_run: bool = False) -> Obj:
+        """Delete with DeleteOptions. ``propagation_policy`` is "Foreground", "Background" or "Orphan";
+        ``preconditions`` may hold ``uid`` and ``resourceVersion`` (409 Conflict when they do not match).
+
+        Returns the server's answer: the object (still present while finalizers or grace run, or for kinds
+        that return it) or a Success Status.
+        """
+        options: Obj = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        if propagation_policy is not None:
+            options["propagationPolicy"] = propagation_policy
+        if preconditions:
+            options["preconditions"] = dict(preconditions)
+        if dry_run:
+            options["dryRun"] = ["All"]
+        return await self._call("DELETE", self.path(resource, namespace, name), None, options)
+
+    async def bind(self, pod: str, node: str, namespace: str, *, uid: str | None = None) -> Obj:
+        """Bind a pod to a node (the scheduler's write): POST a Binding to pods/NAME/binding.
+        ``uid`` makes the bind fail unless the pod is still the one the caller saw."""
+        metadata: Obj = {"name": pod, "namespace": namespace}
+        if uid:
+            metadata["uid"] = uid
+        binding = {"apiVersion": "v1", "kind": "Binding", "metadata": metadata,
+                   "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+        return await self._call("POST", self.path("pods", namespace, pod, "binding"), None, binding)

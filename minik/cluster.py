@@ -1,0 +1,109 @@
+"""`minik up`: the store, the API server and (as they land) the other components, started and stopped in order.
+
+Start-up: open the store, bootstrap the API (system namespaces), listen. Shut-down, in reverse: stop accepting
+connections, end the watches, let in-flight requests finish, then close the store so every acknowledged write
+is on disk.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import structlog
+from aiohttp import web
+
+from minik.api.resources import REGISTRY
+from minik.apiserver.http import build_app
+from minik.apiserver.server import ApiServer, ApiSettings
+from minik.store import Store, StoreSettings
+
+log = structlog.get_logger("minik.cluster")
+
+
+@dataclass(frozen=True)
+class ClusterSettings:
+    data_dir: Path
+    """Where the cluster keeps its state (the SQLite file) and its kubeconfig."""
+
+    name: str = "minik"
+    """The cluster's name: the kubeconfig context and the default data directory are named after it."""
+
+    bind: str = "127.0.0.1"
+    """The address the API server listens on."""
+
+    port: int = 6443
+    """The API server's port; 0 picks a free one."""
+
+    synchronous: str = "FULL"
+    """SQLite durability: FULL survives power loss, NORMAL only a crash of the process."""
+
+    shutdown_timeout_seconds: float = 10.0
+    """How long in-flight requests may take to finish at shutdown."""
+
+    store: dict[str, object] = field(default_factory=dict)
+    """Extra StoreSettings fields (for tests and benchmarks: compaction window, buffers...)."""
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "state.db"
+
+
+class Cluster:
+    def __init__(self, settings: ClusterSettings) -> None:
+        self.settings = settings
+        self.store: Store | None = None
+        self.api: ApiServer | None = None
+        self._runner: web.AppRunner | None = None
+        self.port: int = settings.port
+        self.started_seconds: float = 0.0
+
+    @property
+    def url(self) -> str:
+        host = self.settings.bind if self.settings.bind not in ("0.0.0.0", "::") else "127.0.0.1"
+        return f"http://{host}:{self.port}"
+
+    async def start(self) -> None:
+        began = time.perf_counter()
+        s = self.settings
+        s.data_dir.mkdir(parents=True, exist_ok=True)
+        self.store = await Store.open(StoreSettings(path=s.db_path, synchronous=s.synchronous, **s.store))  # type: ignore[arg-type]
+        try:
+            self.api = ApiServer(self.store, REGISTRY, ApiSettings(address=f"{s.bind}:{s.port}"))
+            await self.api.bootstrap()
+            app = build_app(self.api)
+            app.on_shutdown.append(self._end_watches)
+            self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=s.shutdown_timeout_seconds,
+                                         handle_signals=False)
+            await self._runner.setup()
+            site = web.TCPSite(self._runner, s.bind, s.port, reuse_address=True)
+            await site.start()
+            sockets = self._runner.addresses
+            if sockets:
+                self.port = int(sockets[0][1])
+        except BaseException:
+            await self.stop()
+            raise
+        self.started_seconds = time.perf_counter() - began
+        log.info("cluster ready", url=self.url, seconds=round(self.started_seconds, 3), data_dir=str(s.data_dir))
+
+    async def _end_watches(self, _app: web.Application) -> None:
+        if self.store is not None:
+            self.store.close_watches()
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()  # stop accepting, end watches (on_shutdown), drain requests
+            self._runner = None
+        if self.store is not None:
+            await self.store.close()
+            self.store = None
+        log.info("cluster stopped")
+
+    async def __aenter__(self) -> "Cluster":
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()

@@ -1,0 +1,269 @@
+"""Informers: list + watch one resource into a local cache and tell handlers what changed (client-go's
+reflector + indexer + shared informer, for one consumer).
+
+The informer lists (paged) and watches from the list's resourceVersion with bookmarks. A watch that ends or
+breaks is resumed from the last resourceVersion seen, so no event is missed; a 410 Expired (history compacted
+past that version) relists from the current state, reporting what changed meanwhile as adds, updates and
+deletes. Errors are retried with exponential backoff, forever, until ``stop()``.
+
+Cached objects are shared, not copied: they are read-only. A handler or a controller that wants to change
+one must copy it first (``copy.deepcopy``) and write the copy through the API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import random
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import Any
+
+import structlog
+
+from minik.aio import Backoff, start_task, stop_task
+from minik.api.errors import StatusError
+from minik.client import Client, Resource, Selector
+
+log = structlog.get_logger("minik.informers")
+
+Obj = dict[str, Any]
+AddHandler = Callable[[Obj], Awaitable[None] | None]
+UpdateHandler = Callable[[Obj, Obj], Awaitable[None] | None]
+DeleteHandler = Callable[[Obj], Awaitable[None] | None]
+Sleep = Callable[[float], Awaitable[None]]
+
+
+def object_key(obj: Obj) -> str:
+    """``namespace/name``, or ``name`` for cluster-scoped objects (client-go's MetaNamespaceKeyFunc)."""
+    meta = obj.get("metadata") or {}
+    namespace, name = meta.get("namespace"), meta.get("name", "")
+    return f"{namespace}/{name}" if namespace else name
+
+
+def split_key(key: str) -> tuple[str | None, str]:
+    """``(namespace, name)`` from a key made by ``object_key``; namespace is None for cluster-scoped keys."""
+    namespace, sep, name = key.partition("/")
+    return (namespace, name) if sep else (None, key)
+
+
+def _resource_version(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+class Informer:
+    """A cache of one resource (optionally one namespace and selectors), kept current by list + watch.
+
+    Register handlers, ``start()``, ``await wait_for_sync()``, read with ``get``/``list``, and ``await stop()``
+    (or use ``async with``). Handlers may be plain functions or coroutine functions; they are called one at a
+    time, in event order, after the cache already holds the change. A handler's exception is logged and the
+    informer carries on. ``on_delete`` gets the object's last state: from the DELETED event, or, for an object
+    found missing on a relist, the last version the cache held.
+
+    ``resync_seconds`` > 0 calls every update handler with ``(obj, obj)`` for each cached object that often, so
+    controllers reconcile periodically even when nothing changes.
+    """
+
+    def __init__(self, client: Client, resource: Resource, namespace: str | None = None, *,
+                 label_selector: Selector = None, field_selector: Selector = None, resync_seconds: float = 0.0,
+                 page_size: int = 500, watch_timeout_seconds: int = 300, backoff: Backoff | None = None,
+                 sleep: Sleep = asyncio.sleep) -> None:
+        self.client = client
+        self.resource = client.resource(resource)
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self.field_selector = field_selector
+        self.resync_seconds = resync_seconds
+        self.page_size = page_size
+        #: each watch asks the server to end it after between this and twice this many seconds, as client-go
+        #: does, so that watches are spread over time and re-established regularly
+        self.watch_timeout_seconds = watch_timeout_seconds
+        self._backoff = backoff or Backoff(initial=0.2, maximum=30.0, factor=2.0, jitter=0.5)
+        self._sleep = sleep
+        self._cache: dict[str, Obj] = {}
+        self._resource_version = ""
+        self._on_add: list[AddHandler] = []
+        self._on_update: list[UpdateHandler] = []
+        self._on_delete: list[DeleteHandler] = []
+        self._lock = asyncio.Lock()  # handlers run one at a time, whether for an event or a resync
+        self._synced = False
+        self._settled = asyncio.Event()  # synced, or stopped before it could
+        self._task: asyncio.Task[None] | None = None
+        self._resync_task: asyncio.Task[None] | None = None
+        self._started = False
+        self._log = log.bind(resource=self.resource.group_resource, namespace=namespace)
+
+    # -- set-up ---------------------------------------------------------------------------------------------
+    def add_handlers(self, on_add: AddHandler | None = None, on_update: UpdateHandler | None = None,
+                     on_delete: DeleteHandler | None = None) -> None:
+        """Register handlers; only before ``start()``, so that every handler sees every object."""
+        if self._started:
+            raise RuntimeError("handlers must be added before the informer starts")
+        if on_add is not None:
+            self._on_add.append(on_add)
+        if on_update is not None:
+            self._on_update.append(on_update)
+        if on_delete is not None:
+            self._on_delete.append(on_delete)
+
+    def start(self) -> None:
+        if self._started:
+            raise RuntimeError("an informer starts once")
+        self._started = True
+        name = f"informer {self.resource.group_resource}"
+        self._task = start_task(self._run(), name=name)
+        if self.resync_seconds > 0:
+            self._resync_task = start_task(self._resync(), name=f"{name} resync")
+
+    async def stop(self) -> None:
+        """Stop watching and wait until the informer's tasks have ended. The cache stays readable."""
+        await stop_task(self._resync_task)
+        await stop_task(self._task)
+        self._resync_task = self._task = None
+        self._settled.set()
+
+    async def __aenter__(self) -> "Informer":
+        self.start()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.stop()
+
+    @property
+    def has_synced(self) -> bool:
+        """True once the first list is in the cache (and handlers have been told about it)."""
+        return self._synced
+
+    async def wait_for_sync(self, timeout: float | None = None) -> None:
+        """Wait for the first list. TimeoutError after ``timeout``; RuntimeError when the informer is not
+        running or stops first."""
+        if not self._started:
+            raise RuntimeError("the informer has not been started")
+        async with asyncio.timeout(timeout):
+            await self._settled.wait()
+        if not self._synced:
+            raise RuntimeError("the informer stopped before its cache synced")
+
+    # -- the cache (read-only objects) ----------------------------------------------------------------------
+    def get(self, key: str) -> Obj | None:
+        """The cached object for ``namespace/name`` (or ``name``), shared: do not mutate it."""
+        return self._cache.get(key)
+
+    def list(self, namespace: str | None = None) -> list[Obj]:
+        """Every cached object, or those of one namespace; shared: do not mutate them."""
+        if namespace is None:
+            return list(self._cache.values())
+        return [o for o in self._cache.values() if (o.get("metadata") or {}).get("namespace") == namespace]
+
+    def keys(self) -> list[str]:
+        return list(self._cache)
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    @property
+    def resource_version(self) -> str:
+        """The last resourceVersion the informer saw (from a list, an event or a bookmark)."""
+        return self._resource_version
+
+    # -- list and watch -------------------------------------------------------------------------------------
+    async def _run(self) -> None:
+        relist = True
+        while True:
+            try:
+                if relist or not self._resource_version:
+                    await self._relist()
+                    relist = False
+                    self._backoff.reset()
+                if await self._watch():
+                    self._backoff.reset()
+                    continue  # the watch ended (timeout, server shutting down): resume at once
+                delay = self._backoff.next()  # ended without a single event: do not spin on a closing server
+                self._log.debug("watch ended without events; backing off", seconds=round(delay, 3))
+            except StatusError as exc:
+                if exc.code == 410:
+                    relist = True
+                    self._log.info("resource version expired; relisting", message=exc.message)
+                else:
+                    self._log.warning("list/watch failed", code=exc.code, reason=exc.reason, message=exc.message)
+                delay = self._backoff.next()
+            except Exception as exc:  # noqa: BLE001 - a broken connection or a bug: log, back off, retry
+                self._log.warning("list/watch failed", error=f"{type(exc).__name__}: {exc}")
+                delay = self._backoff.next()
+            await self._sleep(delay)
+
+    async def _relist(self) -> None:
+        listing = await self.client.list_all(self.resource, self.namespace, label_selector=self.label_selector,
+                                             field_selector=self.field_selector, page_size=self.page_size)
+        fresh = {object_key(obj): obj for obj in listing.get("items") or []}
+        async with self._lock:
+            old, self._cache = self._cache, fresh
+            self._resource_version = str((listing.get("metadata") or {}).get("resourceVersion") or "")
+            for key, obj in fresh.items():
+                previous = old.get(key)
+                if previous is None:
+                    await self._notify(self._on_add, obj)
+                elif _resource_version(previous) != _resource_version(obj):
+                    await self._notify(self._on_update, previous, obj)
+            for key, obj in old.items():
+                if key not in fresh:
+                    await self._notify(self._on_delete, obj)
+        if not self._synced:
+            self._synced = True
+            self._settled.set()
+            self._log.debug("synced", objects=len(fresh), resource_version=self._resource_version)
+
+    async def _watch(self) -> bool:
+        """Watch from the last resourceVersion until the watch ends; True when it delivered any event."""
+        delivered = False
+        timeout = int(self.watch_timeout_seconds * (1 + random.random()))
+        async with self.client.watch(self.resource, self.namespace, resource_version=self._resource_version,
+                                     timeout_seconds=timeout, allow_bookmarks=True,
+                                     label_selector=self.label_selector,
+                                     field_selector=self.field_selector) as events:
+            async for kind, obj in events:
+                delivered = True
+                await self._apply(kind, obj)
+        return delivered
+
+    async def _apply(self, kind: str, obj: Obj) -> None:
+        version = _resource_version(obj)
+        if kind == "BOOKMARK":
+            if version:
+                self._resource_version = version
+            return
+        key = object_key(obj)
+        async with self._lock:
+            if kind in ("ADDED", "MODIFIED"):
+                previous = self._cache.get(key)
+                self._cache[key] = obj
+                self._resource_version = version or self._resource_version
+                if previous is None:
+                    await self._notify(self._on_add, obj)
+                else:
+                    await self._notify(self._on_update, previous, obj)
+            elif kind == "DELETED":
+                self._cache.pop(key, None)
+                self._resource_version = version or self._resource_version
+                await self._notify(self._on_delete, obj)
+            else:
+                self._log.warning("unknown watch event type", type=kind)
+
+    async def _resync(self) -> None:
+        await self._settled.wait()
+        while True:
+            await self._sleep(self.resync_seconds)
+            async with self._lock:
+                for obj in list(self._cache.values()):
+                    await self._notify(self._on_update, obj, obj)
+
+    async def _notify(self, handlers: list[Any], *args: Obj) -> None:
+        for handler in handlers:
+            try:
+                result = handler(*args)
+                if inspect.isawaitable(result):
+                    await result
+            except Exception:  # noqa: BLE001 - one handler's bug must not stop the informer
+                self._log.exception("informer handler failed", handler=getattr(handler, "__qualname__",
+                                                                              repr(handler)))

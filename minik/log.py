@@ -1,0 +1,34 @@
+"""structlog set-up: JSON lines for machines, with the component and the object bound by each caller."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import TextIO
+
+import structlog
+
+
+def configure(level: str = "info", path: Path | None = None, stream: TextIO | None = None) -> None:
+    """Send logs as JSON lines to ``path`` (appending) or ``stream`` (default stderr)."""
+    numeric = logging.getLevelName(level.upper())
+    if not isinstance(numeric, int):
+        numeric = logging.INFO
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        out: TextIO = open(path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - lives as long as the process
+    else:
+        out = stream or sys.stderr
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            structlog.processors.JSONRenderer(),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(numeric),
+        logger_factory=structlog.WriteLoggerFactory(file=out),
+        cache_logger_on_first_use=False,
+    )

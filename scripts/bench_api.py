@@ -1,0 +1,689 @@
+#!/usr/bin/env python3
+"""API benchmarks, each figure next to an anchor measured in the same run on the same machine.
+
+1. minik pod creates/s (HTTP, 32 connections, sync FULL)  vs  etcd 3.4 puts/s (HTTP/JSON gateway, 1 KiB values)
+2. minik pod gets/s (32 connections)                      vs  a bare aiohttp hello-world app's requests/s
+3. watch delivery latency p50/p99: 100 watchers (a separate process) while a paced writer makes 1,000 configmap
+   creates/s, each carrying its send time
+
+Needs `etcd` (Debian's etcd-server) and `wrk` on PATH.
+
+    python scripts/bench_api.py [--duration 10] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+CONNECTIONS = 32
+WATCHERS = 100
+WRITE_RATE = 1000
+POD_BODY = (b'{"apiVersion":"v1","kind":"Pod","metadata":{"generateName":"bench-"},'
+            b'"spec":{"containers":[{"name":"c","image":"busybox:1.36"}]}}')
+SENT_KEY = "benchSentNs"
+SENT_MARK = b'"' + SENT_KEY.encode() + b'":"'
+
+
+class BenchError(RuntimeError):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# processes and ports
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def stop_process(proc: subprocess.Popen[Any], timeout: float = 10.0) -> None:
+    """SIGTERM, then SIGKILL: the process and anything left in its own session."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)  # started with start_new_session: its group is its own
+            proc.wait(5)
+
+
+@contextlib.contextmanager
+def spawned(args: list[str], **kwargs: Any) -> Iterator[subprocess.Popen[Any]]:
+    proc = subprocess.Popen(args, start_new_session=True, **kwargs)
+    try:
+        yield proc
+    finally:
+        stop_process(proc)
+
+
+def http(method: str, url: str, body: bytes | None = None, timeout: float = 30.0) -> tuple[int, bytes]:
+    req = urllib.request.Request(url, data=body, method=method, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def wait_http(url: str, proc: subprocess.Popen[Any], what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise BenchError(f"{what} exited with status {proc.returncode} before answering {url}")
+        with contextlib.suppress(OSError):
+            status, _ = http("GET", url, timeout=2)
+            if status == 200:
+                return
+        time.sleep(0.05)
+    raise BenchError(f"{what} did not answer {url} within {timeout:.0f}s")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# wrk
+
+LUA_COMMON = r"""
+local threads = {}
+local nthreads = 0
+function setup(thread)
+  nthreads = nthreads + 1
+  thread:set("tid", nthreads)
+  table.insert(threads, thread)
+end
+function init(args)
+  bad = 0
+end
+function response(status, headers, body)
+  if status ~= EXPECTED then
+    bad = bad + 1
+    if bad == 1 then first_bad = tostring(status) .. " " .. string.sub(body or "", 1, 300) end
+  end
+end
+function done(summary, latency, requests)
+  local nbad = 0
+  local sample = ""
+  for _, t in ipairs(threads) do
+    nbad = nbad + (t:get("bad") or 0)
+    local fb = t:get("first_bad")
+    if fb and sample == "" then sample = fb end
+  end
+  local e = summary.errors
+  io.write(string.format(
+    "BENCHJSON {\"requests\":%d,\"duration_us\":%d,\"bad\":%d,\"connect\":%d,\"read\":%d,\"write\":%d," ..
+    "\"status\":%d,\"timeout\":%d,\"p50_us\":%d,\"p99_us\":%d}\n",
+    summary.requests, summary.duration, nbad, e.connect, e.read, e.write, e.status, e.timeout,
+    latency:percentile(50), latency:percentile(99)))
+  if sample ~= "" then
+    io.write("BENCHBAD " .. string.gsub(sample, "\n", " ") .. "\n")
+  end
+end
+"""
+
+# Each request puts a distinct key. The key is written directly in base64: a fixed prefix ("bench/"), four digits
+# for the wrk thread and eight for a per-thread counter, every group a multiple of four characters, so distinct
+# strings decode to distinct keys.
+LUA_ETCD = r"""
+local alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+local function b64digits(x, width)
+  local out = {}
+  for i = width, 1, -1 do
+    local d = x % 64
+    out[i] = string.sub(alphabet, d + 1, d + 1)
+    x = math.floor(x / 64)
+  end
+  return table.concat(out)
+end
+local n = 0
+local head = nil
+local tail = '","value":"' .. VALUE .. '"}'
+local headers = {["Content-Type"] = "application/json"}
+function request()
+  if head == nil then head = '{"key":"' .. KEY_PREFIX .. b64digits(tid, 4) end
+  n = n + 1
+  return wrk.format("POST", "/v3/kv/put", headers, head .. b64digits(n, 8) .. tail)
+end
+"""
+
+
+def lua_script(directory: Path, name: str, expected: int, extra: str = "", request: str = "") -> Path:
+    path = directory / f"{name}.lua"
+    path.write_text(f"EXPECTED = {expected}\n{extra}\n{LUA_COMMON}\n{request}\n")
+    return path
+
+
+def lua_static(method: str, path: str, body: bytes | None) -> str:
+    lines = [f'wrk.method = "{method}"', f'wrk.path = "{path}"']
+    if body is not None:
+        lines.append('wrk.headers["Content-Type"] = "application/json"')
+        lines.append("wrk.body = [==[" + body.decode() + "]==]")
+    return "\n".join(lines)
+
+
+def run_wrk(url: str, script: Path, duration: float, threads: int) -> dict[str, Any]:
+    cmd = ["wrk", f"-t{threads}", f"-c{CONNECTIONS}", f"-d{max(1, round(duration))}s", "--timeout", "10s",
+           "-s", str(script), url]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 60)
+    match = re.search(r"^BENCHJSON (\{.*\})$", out.stdout, re.M)
+    if out.returncode != 0 or match is None:
+        raise BenchError(f"wrk failed ({out.returncode}): {out.stdout[-2000:]} {out.stderr[-2000:]}")
+    result: dict[str, Any] = json.loads(match.group(1))
+    bad = re.search(r"^BENCHBAD (.*)$", out.stdout, re.M)
+    result["bad_sample"] = bad.group(1) if bad else None
+    seconds = result["duration_us"] / 1e6
+    result["ok"] = result["requests"] - result["bad"]
+    result["ok_per_second"] = result["ok"] / seconds if seconds else 0.0
+    result["seconds"] = seconds
+    return result
+
+
+def describe(result: dict[str, Any]) -> str:
+    errors = sum(result[k] for k in ("connect", "read", "write", "timeout"))
+    text = (f"{result['ok_per_second']:,.0f}/s ({result['ok']:,} ok of {result['requests']:,} in "
+            f"{result['seconds']:.1f}s, p50 {result['p50_us'] / 1000:.2f} ms, p99 {result['p99_us'] / 1000:.2f} ms")
+    if result["bad"]:
+        text += f", {result['bad']:,} unexpected statuses, first: {result['bad_sample']}"
+    if errors:
+        text += f", socket errors {errors}"
+    return text + ")"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# anchor A: etcd
+
+def bench_etcd(tmp: Path, duration: float, threads: int) -> dict[str, Any]:
+    client, peer = free_port(), free_port()
+    client_url, peer_url = f"http://127.0.0.1:{client}", f"http://127.0.0.1:{peer}"
+    data_dir = Path(tempfile.mkdtemp(prefix="etcd-", dir=tmp))
+    log_path = tmp / "etcd.log"
+    args = ["etcd", "--name", "bench", "--data-dir", str(data_dir),
+            "--listen-client-urls", client_url, "--advertise-client-urls", client_url,
+            "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
+            "--initial-cluster", f"bench={peer_url}", "--initial-cluster-state", "new",
+            "--initial-cluster-token", f"bench-{os.getpid()}"]
+    try:
+        with open(log_path, "wb") as log, spawned(args, stdout=log, stderr=subprocess.STDOUT,
+                                                  stdin=subprocess.DEVNULL) as proc:
+            try:
+                wait_http(client_url + "/health", proc, "etcd")
+            except BenchError as exc:
+                raise BenchError(f"{exc}; etcd log: {log_path.read_text(errors='replace')[-2000:]}") from None
+            value = base64.b64encode(os.urandom(1024)).decode()
+            script = lua_script(tmp, "etcd", 200, f'VALUE = "{value}"\nKEY_PREFIX = "'
+                                + base64.b64encode(b"bench/").decode() + '"', LUA_ETCD)
+            status, body = http("POST", client_url + "/v3/kv/put",
+                                json.dumps({"key": base64.b64encode(b"probe").decode(), "value": value}).encode())
+            if status != 200:
+                raise BenchError(f"etcd put probe: {status} {body[:300]!r}")
+            result = run_wrk(client_url, script, duration, threads)
+            status, body = http("POST", client_url + "/v3/kv/range", json.dumps(
+                {"key": base64.b64encode(b"bench/").decode(), "range_end": base64.b64encode(b"bench0").decode(),
+                 "count_only": True}).encode())
+            result["keys_stored"] = int(json.loads(body).get("count", 0)) if status == 200 else None
+            return result
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# anchor B: aiohttp hello world
+
+def hello_server(port: int) -> None:
+    from aiohttp import web
+
+    async def hello(_request: web.Request) -> web.Response:
+        return web.Response(text="hello")
+
+    app = web.Application()
+    app.router.add_get("/", hello)
+    web.run_app(app, host="127.0.0.1", port=port, access_log=None, print=None)
+
+
+def bench_hello(duration: float, threads: int, tmp: Path) -> dict[str, Any]:
+    port = free_port()
+    with spawned([sys.executable, __file__, "--_hello-server", str(port)], stdin=subprocess.DEVNULL,
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
+        url = f"http://127.0.0.1:{port}/"
+        wait_http(url, proc, "aiohttp hello server")
+        return run_wrk(url, lua_script(tmp, "hello", 200, lua_static("GET", "/", None)), duration, threads)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# minik
+
+@contextlib.contextmanager
+def minik(tmp: Path, name: str) -> Iterator[str]:
+    data_dir = Path(tempfile.mkdtemp(prefix=f"minik-{name}-", dir=tmp))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    args = [sys.executable, "-m", "minik", "up", "--data-dir", str(data_dir), "--port", "0", "--sync", "FULL",
+            "--log-file", "-"]
+    stderr_path = tmp / f"minik-{name}.stderr"
+    try:
+        with open(stderr_path, "wb") as err, spawned(args, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+                                                     stdout=subprocess.PIPE, stderr=err) as proc:
+            assert proc.stdout is not None
+            found: list[str] = []
+            seen: list[str] = []
+
+            def read_stdout() -> None:  # finds the URL, then keeps draining the pipe
+                assert proc.stdout is not None
+                for raw in proc.stdout:
+                    line = raw.decode(errors="replace")
+                    seen.append(line)
+                    m = re.search(r"API at (http://\S+)", line)
+                    if m and not found:
+                        found.append(m.group(1))
+
+            reader = threading.Thread(target=read_stdout, daemon=True)
+            reader.start()
+            deadline = time.monotonic() + 60
+            while not found:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    # the JSON log on stderr is kept in a temp file only to explain a failure to start
+                    tail = stderr_path.read_text(errors="replace")[-3000:]
+                    raise BenchError(f"minik did not start (exit {proc.poll()}): stdout {''.join(seen)[-1000:]!r}"
+                                     f"\nstderr tail:\n{tail}")
+                time.sleep(0.05)
+            yield found[0].rstrip("/")
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            stderr_path.unlink()
+
+
+def count_pods(url: str) -> int | None:
+    status, body = http("GET", url + "/api/v1/namespaces/default/pods", timeout=120)
+    if status != 200:
+        return None
+    return sum(1 for item in json.loads(body).get("items", [])
+               if item.get("metadata", {}).get("generateName") == "bench-")
+
+
+def bench_creates(tmp: Path, duration: float, threads: int) -> dict[str, Any]:
+    with minik(tmp, "creates") as url:
+        status, body = http("POST", url + "/api/v1/namespaces/default/pods", POD_BODY)
+        if status != 201:
+            raise BenchError(f"minik pod create probe: {status} {body[:500]!r}")
+        script = lua_script(tmp, "creates", 201, lua_static("POST", "/api/v1/namespaces/default/pods", POD_BODY))
+        result = run_wrk(url, script, duration, threads)
+        stored = count_pods(url)
+        result["pods_listed"] = None if stored is None else stored - 1  # minus the probe
+        # requests still in flight when wrk stops may commit without being counted: up to one per connection
+        listed = result["pods_listed"]
+        if listed is not None and not result["ok"] <= listed <= result["ok"] + CONNECTIONS:
+            result["mismatch"] = f"wrk counted {result['ok']} creates (201) but the list has {listed}"
+        return result
+
+
+def bench_gets(url: str, tmp: Path, duration: float, threads: int) -> dict[str, Any]:
+    body = POD_BODY.replace(b'"generateName":"bench-"', b'"name":"bench-get"')
+    status, text = http("POST", url + "/api/v1/namespaces/default/pods", body)
+    if status != 201:
+        raise BenchError(f"minik pod create (for gets): {status} {text[:500]!r}")
+    path = "/api/v1/namespaces/default/pods/bench-get"
+    status, text = http("GET", url + path)
+    if status != 200:
+        raise BenchError(f"minik pod get probe: {status} {text[:500]!r}")
+    return run_wrk(url, lua_script(tmp, "gets", 200, lua_static("GET", path, None)), duration, threads)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# watch latency: watchers in a child process, the paced writer here
+
+async def watch_client(url: str, resource_version: str, watchers: int) -> None:
+    """Child process: open the watches, say READY, count until STOP on stdin, print one JSON line of results."""
+    import aiohttp
+
+    latencies: list[int] = []
+    deliveries = [0] * watchers
+    other = [0]
+    errors: list[str] = []
+    ready = [0]
+    all_ready = asyncio.Event()
+    path = f"/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={resource_version}"
+    timeout = aiohttp.ClientTimeout(total=None, sock_read=None, connect=30)
+    connector = aiohttp.TCPConnector(limit=0)
+
+    async def watch(i: int, session: aiohttp.ClientSession) -> None:
+        append = latencies.append
+        find = bytes.find
+        mark, mark_len = SENT_MARK, len(SENT_MARK)
+        count = 0
+        try:
+            async with session.get(url + path) as resp:
+                if resp.status != 200:
+                    errors.append(f"watcher {i}: HTTP {resp.status} {(await resp.read())[:300]!r}")
+                    return
+                ready[0] += 1
+                if ready[0] == watchers:
+                    all_ready.set()
+                pending = b""
+                async for chunk in resp.content.iter_any():
+                    now = time.time_ns()
+                    data = pending + chunk if pending else chunk
+                    cut = data.rfind(b"\n") + 1
+                    if cut == 0:
+                        pending = data
+                        continue
+                    pending = data[cut:]
+                    found = 0
+                    at = find(data, mark, 0, cut)
+                    while at >= 0:
+                        start = at + mark_len
+                        end = find(data, b'"', start, cut)
+                        append(now - int(data[start:end]))
+                        found += 1
+                        at = find(data, mark, end, cut)
+                    count += found
+                    lines = data.count(b"\n", 0, cut)
+                    if lines != found:
+                        other[0] += lines - found
+                        if b'"ERROR"' in data[:cut] and len(errors) < 5:
+                            errors.append(f"watcher {i}: {data[:cut][:300]!r}")
+        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            errors.append(f"watcher {i}: {type(exc).__name__}: {exc}")
+        finally:
+            deliveries[i] = count
+
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+
+    def read_stdin() -> None:
+        for line in sys.stdin:
+            if line.strip() == "STOP":
+                break
+        loop.call_soon_threadsafe(stop.set)
+
+    threading.Thread(target=read_stdin, daemon=True).start()
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+        tasks = [asyncio.create_task(watch(i, session)) for i in range(watchers)]
+        waiter = asyncio.create_task(all_ready.wait())
+        await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED, timeout=60)
+        if all_ready.is_set():
+            print("READY", flush=True)
+        else:
+            print("FAILED " + json.dumps({"ready": ready[0], "errors": errors[:5]}), flush=True)
+        await stop.wait()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        waiter.cancel()
+    latencies.sort()
+
+    def pct(p: float) -> float | None:
+        if not latencies:
+            return None
+        return latencies[min(len(latencies) - 1, int(len(latencies) * p / 100))] / 1e6
+
+    print("RESULT " + json.dumps({
+        "deliveries": len(latencies), "per_watcher_min": min(deliveries), "per_watcher_max": max(deliveries),
+        "other_lines": other[0], "errors": errors[:5], "p50_ms": pct(50), "p90_ms": pct(90), "p99_ms": pct(99),
+        "p999_ms": pct(99.9), "max_ms": latencies[-1] / 1e6 if latencies else None,
+    }), flush=True)
+
+
+async def paced_writer(url: str, duration: float, rate: int) -> dict[str, Any]:
+    import aiohttp
+
+    path = url + "/api/v1/namespaces/default/configmaps"
+    ok = [0]
+    failed: list[str] = []
+    latencies: list[float] = []
+    in_flight = asyncio.Semaphore(256)
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def create(session: aiohttp.ClientSession) -> None:
+        try:
+            began = time.perf_counter()
+            body = (b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"generateName":"w-"},"data":{"'
+                    + SENT_KEY.encode() + b'":"' + str(time.time_ns()).encode() + b'"}}')
+            async with session.post(path, data=body, headers={"Content-Type": "application/json"}) as resp:
+                await resp.read()
+                if resp.status == 201:
+                    ok[0] += 1
+                    latencies.append(time.perf_counter() - began)
+                elif len(failed) < 5:
+                    failed.append(f"HTTP {resp.status}")
+        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            if len(failed) < 5:
+                failed.append(f"{type(exc).__name__}: {exc}")
+        finally:
+            in_flight.release()
+
+    connector = aiohttp.TCPConnector(limit=256)
+    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=30)) as session:
+        started = time.perf_counter()
+        sent = 0
+        end = started + duration
+        while True:
+            now = time.perf_counter()
+            if now >= end:
+                break
+            due = min(int((now - started) * rate) + 1, int(duration * rate))
+            while sent < due:
+                await in_flight.acquire()
+                task = asyncio.create_task(create(session))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+                sent += 1
+            await asyncio.sleep(max(0.0, started + sent / rate - time.perf_counter()))
+        issued_seconds = time.perf_counter() - started
+        if tasks:
+            await asyncio.wait(tasks, timeout=30)
+        elapsed = time.perf_counter() - started
+    latencies.sort()
+    return {"issued": sent, "ok": ok[0], "failed_samples": failed, "issue_seconds": issued_seconds,
+            "seconds": elapsed, "achieved_per_second": ok[0] / max(elapsed, issued_seconds),
+            "create_p50_ms": latencies[len(latencies) // 2] * 1000 if latencies else None,
+            "create_p99_ms": latencies[int(len(latencies) * 0.99)] * 1000 if latencies else None}
+
+
+def bench_watch(url: str, duration: float) -> dict[str, Any]:
+    status, body = http("GET", url + "/api/v1/namespaces/default/configmaps?limit=1")
+    if status != 200:
+        raise BenchError(f"minik configmap list: {status} {body[:500]!r}")
+    rv = json.loads(body)["metadata"]["resourceVersion"]
+    args = [sys.executable, __file__, "--_watch-client", url, rv, str(WATCHERS)]
+    with spawned(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                 text=True) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        line = proc.stdout.readline()
+        if not line.startswith("READY"):
+            err = proc.stderr.read()[-2000:] if proc.poll() is not None and proc.stderr else ""
+            raise BenchError(f"watch client: {line.strip()!r} {err}")
+        writer = asyncio.run(paced_writer(url, duration, WRITE_RATE))
+        # let the last events arrive, then stop the watchers
+        time.sleep(1.0)
+        proc.stdin.write("STOP\n")
+        proc.stdin.flush()
+        result: dict[str, Any] | None = None
+        for line in proc.stdout:
+            if line.startswith("RESULT "):
+                result = json.loads(line[len("RESULT "):])
+                break
+        if result is None:
+            raise BenchError(f"watch client gave no result: {proc.stderr.read()[-2000:] if proc.stderr else ''}")
+    result["writer"] = writer
+    result["expected_deliveries"] = writer["ok"] * WATCHERS
+    return result
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the run
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def fmt(x: Any, digits: int = 0) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return f"{x:,.{digits}f}"
+    if isinstance(x, int):
+        return f"{x:,}"
+    return str(x)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds per measurement (default 10)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the table and details as JSON here")
+    parser.add_argument("--wrk-threads", type=int, default=1, help="wrk threads (default 1; 32 connections)")
+    parser.add_argument("--_hello-server", dest="hello_server", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--_watch-client", dest="watch_client", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.hello_server is not None:
+        hello_server(args.hello_server)
+        return 0
+    if args.watch_client is not None:
+        url, rv, n = args.watch_client
+        asyncio.run(watch_client(url, rv, int(n)))
+        return 0
+    for tool in ("etcd", "wrk"):
+        if shutil.which(tool) is None:
+            print(f"bench_api: {tool} is not on PATH (Debian: apt-get install -y etcd-server wrk)", file=sys.stderr)
+            return 2
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the finally blocks on SIGTERM too
+    duration, threads = args.duration, args.wrk_threads
+    details: dict[str, Any] = {}
+    began = time.monotonic()
+
+    def step(name: str, fn: Any, *a: Any) -> Any:
+        print(f"... {name}", file=sys.stderr, flush=True)
+        try:
+            details[name] = fn(*a)
+            if isinstance(details[name], dict) and "ok_per_second" in details[name]:
+                print(f"    {describe(details[name])}", file=sys.stderr, flush=True)
+        except BenchError as exc:
+            print(f"    FAILED: {exc}", file=sys.stderr, flush=True)
+            details[name] = {"error": str(exc)}
+        return details[name]
+
+    with tempfile.TemporaryDirectory(prefix="bench-api-") as tmp_name:
+        tmp = Path(tmp_name)
+        step("etcd puts", bench_etcd, tmp, duration, threads)
+        step("minik pod creates", bench_creates, tmp, duration, threads)
+        step("aiohttp hello", bench_hello, duration, threads, tmp)
+        try:
+            with minik(tmp, "gets-watch") as url:
+                step("minik pod gets", bench_gets, url, tmp, duration, threads)
+                step("minik watch", bench_watch, url, duration)
+        except BenchError as exc:
+            print(f"    FAILED: {exc}", file=sys.stderr, flush=True)
+            details.setdefault("minik pod gets", {"error": str(exc)})
+            details.setdefault("minik watch", {"error": str(exc)})
+
+    etcd, creates = details["etcd puts"], details["minik pod creates"]
+    hello, gets, watch = details["aiohttp hello"], details["minik pod gets"], details["minik watch"]
+    etcd_rate, create_rate = etcd.get("ok_per_second"), creates.get("ok_per_second")
+    if creates.get("mismatch"):
+        create_rate = None  # the count could not be verified
+    hello_rate, get_rate = hello.get("ok_per_second"), gets.get("ok_per_second")
+    writer = watch.get("writer", {})
+    achieved = writer.get("achieved_per_second")
+    r_create, r_get = ratio(create_rate, etcd_rate), ratio(get_rate, hello_rate)
+    p50, p99 = watch.get("p50_ms"), watch.get("p99_ms")
+    rows = [
+        {"figure": "minik pod creates/s (HTTP, 32 conns, sync FULL)", "value": create_rate,
+         "anchor": "etcd 3.4 puts/s (HTTP gateway, 1 KiB, 32 conns)", "anchor_value": etcd_rate,
+         "ratio": r_create, "goal": "ratio >= 1.0", "met": None if r_create is None else r_create >= 1.0},
+        {"figure": "minik pod gets/s (one pod, 32 conns)", "value": get_rate,
+         "anchor": "aiohttp hello-world req/s (32 conns)", "anchor_value": hello_rate,
+         "ratio": r_get, "goal": None, "met": None},
+        {"figure": "watch latency p50 ms (100 watchers, 1000 writes/s)", "value": p50,
+         "anchor": None, "anchor_value": None, "ratio": None, "goal": None, "met": None},
+        {"figure": "watch latency p99 ms (100 watchers, 1000 writes/s)", "value": p99,
+         "anchor": None, "anchor_value": None, "ratio": None, "goal": "p99 <= 10 ms",
+         "met": None if p99 is None else p99 <= 10.0},
+        {"figure": "watch writer achieved writes/s", "value": achieved,
+         "anchor": "target writes/s", "anchor_value": float(WRITE_RATE), "ratio": ratio(achieved, WRITE_RATE),
+         "goal": ">= 990/s", "met": None if achieved is None else achieved >= 0.99 * WRITE_RATE},
+        {"figure": "watch deliveries", "value": watch.get("deliveries"),
+         "anchor": "expected (writes x 100)", "anchor_value": watch.get("expected_deliveries"),
+         "ratio": ratio(watch.get("deliveries"), watch.get("expected_deliveries")), "goal": "all delivered",
+         "met": None if watch.get("deliveries") is None
+         else watch.get("deliveries") == watch.get("expected_deliveries")},
+    ]
+    total = time.monotonic() - began
+
+    headers = ["figure", "value", "anchor", "anchor value", "ratio", "goal", "met"]
+    table = []
+    for row in rows:
+        digits = 2 if isinstance(row["value"], float) and row["value"] < 100 else 0
+        table.append([row["figure"], fmt(row["value"], digits), row["anchor"] or "-",
+                      fmt(row["anchor_value"]), fmt(row["ratio"], 2), row["goal"] or "-",
+                      "-" if row["met"] is None else ("yes" if row["met"] else "no")])
+    widths = [max(len(h), *(len(r[i]) for r in table)) for i, h in enumerate(headers)]
+    right = {1, 3, 4}
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    cpu = platform.processor() or platform.machine()
+    print(f"\nbench_api: {duration:g}s per measurement, {os.cpu_count()} CPUs ({cpu}), Python "
+          f"{platform.python_version()}, wrk -t{threads} -c{CONNECTIONS}, total {total:.0f}s")
+    print(line(headers))
+    print(line(["-" * w for w in widths]))
+    for cells in table:
+        print(line(cells))
+    notes = []
+    if watch.get("p50_ms") is not None:
+        notes.append(f"watch: {watch['deliveries']:,} deliveries (per watcher {watch['per_watcher_min']:,}-"
+                     f"{watch['per_watcher_max']:,}), p90 {watch['p90_ms']:.2f} ms, p99.9 {watch['p999_ms']:.2f} ms, "
+                     f"max {watch['max_ms']:.2f} ms; writer create p50 {fmt(writer.get('create_p50_ms'), 2)} ms, "
+                     f"p99 {fmt(writer.get('create_p99_ms'), 2)} ms")
+    for name in ("etcd puts", "minik pod creates", "aiohttp hello", "minik pod gets", "minik watch"):
+        d = details[name]
+        if "error" in d:
+            notes.append(f"{name}: FAILED: {d['error']}")
+        elif d.get("mismatch"):
+            notes.append(f"{name}: {d['mismatch']}")
+        elif d.get("bad"):
+            notes.append(f"{name}: {d['bad']:,} non-expected statuses, first: {d.get('bad_sample')}")
+        if name == "minik watch" and d.get("errors"):
+            notes.append(f"{name}: {d['errors']}")
+        if name == "minik watch" and writer.get("failed_samples"):
+            notes.append(f"{name} writer failures: {writer['failed_samples']}")
+    for note in notes:
+        print("  " + note)
+    if args.json is not None:
+        args.json.write_text(json.dumps({
+            "duration_seconds": duration, "total_seconds": total, "cpus": os.cpu_count(),
+            "python": platform.python_version(), "wrk": {"threads": threads, "connections": CONNECTIONS},
+            "rows": rows, "details": details}, indent=2, default=str) + "\n")
+        print(f"  wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("bench_api: interrupted", file=sys.stderr)
+        sys.exit(130)

@@ -1,0 +1,173 @@
+"""Lists (selectors, pagination at one revision) and watches (events in order, bookmarks, 410 Expired)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import orjson
+
+CMS = "/api/v1/namespaces/default/configmaps"
+
+
+async def make(http, name: str, labels: dict[str, str] | None = None, namespace: str = "default") -> dict[str, Any]:
+    status, body = await http.post(f"/api/v1/namespaces/{namespace}/configmaps",
+                                   {"metadata": {"name": name, "labels": labels or {}}, "data": {"k": name}})
+    assert status == 201, body
+    return body
+
+
+async def test_label_selectors_with_equality_and_set_requirements(http) -> None:
+    await make(http, "a", {"tier": "web", "env": "prod"})
+    await make(http, "b", {"tier": "db", "env": "prod"})
+    await make(http, "c", {"tier": "web"})
+
+    async def names(selector: str) -> list[str]:
+        status, body = await http.get(CMS, labelSelector=selector)
+        assert status == 200, body
+        return [i["metadata"]["name"] for i in body["items"]]
+
+    assert await names("tier=web") == ["a", "c"]
+    assert await names("tier!=web") == ["b"]
+    assert await names("tier in (web,db),env") == ["a", "b"]
+    assert await names("!env") == ["c"]
+    assert await names("tier notin (db)") == ["a", "c"]
+
+
+async def test_field_selectors_on_name_namespace_and_pod_fields(http) -> None:
+    await make(http, "a")
+    await make(http, "b")
+    status, body = await http.get(CMS, fieldSelector="metadata.name!=a")
+    assert [i["metadata"]["name"] for i in body["items"]] == ["b"]
+    status, body = await http.get("/api/v1/configmaps", fieldSelector="metadata.namespace==default")
+    assert status == 200 and len(body["items"]) == 2
+    pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    await http.post("/api/v1/namespaces/default/pods", pod)
+    await http.post("/api/v1/namespaces/default/pods/p/binding", {"target": {"name": "n1"}})
+    _, body = await http.get("/api/v1/pods", fieldSelector="spec.nodeName=n1,status.phase=Pending")
+    assert [i["metadata"]["name"] for i in body["items"]] == ["p"]
+    _, body = await http.get("/api/v1/pods", fieldSelector="spec.nodeName=n2")
+    assert body["items"] == []
+
+
+async def test_an_unknown_field_or_malformed_selector_is_a_bad_request(http) -> None:
+    status, body = await http.get(CMS, fieldSelector="spec.nodeName=x")
+    assert status == 400 and body["message"] == "field label not supported: spec.nodeName"
+    status, body = await http.get(CMS, labelSelector="a in (b")
+    assert status == 400 and body["reason"] == "BadRequest"
+
+
+async def test_list_across_namespaces_never_mixes_a_prefix_namespace(http) -> None:
+    for ns in ("ns1", "ns10"):
+        await http.post("/api/v1/namespaces", {"metadata": {"name": ns}})
+        await make(http, f"in-{ns}", namespace=ns)
+    _, body = await http.get("/api/v1/namespaces/ns1/configmaps")
+    assert [i["metadata"]["name"] for i in body["items"]] == ["in-ns1"]
+    _, body = await http.get("/api/v1/configmaps")
+    assert {i["metadata"]["name"] for i in body["items"]} == {"in-ns1", "in-ns10"}
+
+
+async def test_pages_are_consistent_at_the_first_pages_revision(http) -> None:
+    for i in range(7):
+        await make(http, f"cm{i}")
+    status, first = await http.get(CMS, limit="3")
+    assert status == 200 and len(first["items"]) == 3
+    token = first["metadata"]["continue"]
+    assert first["metadata"]["remainingItemCount"] == 4
+    await make(http, "cm10")  # sorts inside the remaining range, after the first page's revision
+    await http.delete(f"{CMS}/cm5")
+    names = [i["metadata"]["name"] for i in first["items"]]
+    while token:
+        status, page = await http.get(CMS, limit="3", **{"continue": token})
+        assert status == 200, page
+        assert page["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+        names += [i["metadata"]["name"] for i in page["items"]]
+        token = page["metadata"].get("continue")
+    assert names == [f"cm{i}" for i in range(7)]
+
+
+async def test_a_malformed_continue_token_is_a_bad_request(http) -> None:
+    status, body = await http.get(CMS, limit="1", **{"continue": "not-a-token"})
+    assert status == 400 and body["reason"] == "BadRequest"
+
+
+async def read_events(http, path: str, count: int, **params: str) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    async with http.session.get(path, params={"watch": "true", **params}) as response:
+        assert response.status == 200
+        async for line in response.content:
+            if line.strip():
+                events.append(orjson.loads(line))
+            if len(events) >= count:
+                break
+    return events
+
+
+async def test_watch_from_a_revision_streams_every_later_change_in_order(http) -> None:
+    created = await make(http, "w")
+    start = created["metadata"]["resourceVersion"]
+    await http.patch(f"{CMS}/w", {"data": {"k": "2"}})
+    await http.delete(f"{CMS}/w")
+    events = await read_events(http, CMS, 2, resourceVersion=start)
+    assert [e["type"] for e in events] == ["MODIFIED", "DELETED"]
+    assert int(events[1]["object"]["metadata"]["resourceVersion"]) > int(
+        events[0]["object"]["metadata"]["resourceVersion"]) > int(start)
+
+
+async def test_watch_without_a_revision_starts_with_the_current_objects(http) -> None:
+    await make(http, "x")
+    await make(http, "y")
+    watching = asyncio.create_task(read_events(http, CMS, 3))
+    await asyncio.sleep(0.2)
+    await make(http, "z")
+    events = await asyncio.wait_for(watching, 5)
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
+        ("ADDED", "x"), ("ADDED", "y"), ("ADDED", "z")]
+
+
+async def test_watch_with_a_selector_sees_objects_enter_and_leave_it(http) -> None:
+    created = await make(http, "s", {"app": "other"})
+    rv = created["metadata"]["resourceVersion"]
+    await http.patch(f"{CMS}/s", {"metadata": {"labels": {"app": "web"}}})
+    await http.patch(f"{CMS}/s", {"data": {"k": "changed"}})
+    await http.patch(f"{CMS}/s", {"metadata": {"labels": {"app": "gone"}}})
+    events = await read_events(http, CMS, 3, resourceVersion=rv, labelSelector="app=web")
+    assert [e["type"] for e in events] == ["ADDED", "MODIFIED", "DELETED"]
+
+
+async def test_watch_of_one_object_by_name(http) -> None:
+    a = await make(http, "a")
+    await make(http, "b")
+    await http.patch(f"{CMS}/b", {"data": {"k": "1"}})
+    await http.patch(f"{CMS}/a", {"data": {"k": "1"}})
+    events = await read_events(http, f"{CMS}/a", 1, resourceVersion=a["metadata"]["resourceVersion"])
+    assert events[0]["object"]["metadata"]["name"] == "a" and events[0]["type"] == "MODIFIED"
+
+
+async def test_watch_from_a_compacted_revision_gets_an_expired_error_event(cluster, http) -> None:
+    first = await make(http, "c0")
+    for i in range(1, 30):
+        await http.patch(f"{CMS}/c0", {"data": {"k": str(i)}})
+    await cluster.store.compact(cluster.store.revision - 1)
+    events = await read_events(http, CMS, 1, resourceVersion=first["metadata"]["resourceVersion"])
+    assert events[0]["type"] == "ERROR"
+    status = events[0]["object"]
+    assert status["code"] == 410 and status["reason"] == "Expired"
+    status, body = await http.get(CMS, resourceVersion=first["metadata"]["resourceVersion"],
+                                  resourceVersionMatch="Exact")
+    assert status == 410 and body["reason"] == "Expired"
+
+
+async def test_an_idle_watch_gets_bookmarks_when_it_asks(cluster, http) -> None:
+    cluster.api.settings = type(cluster.api.settings)(address="x", bookmark_interval_seconds=0.1)
+    created = await make(http, "b")
+    events = await read_events(http, CMS, 1, resourceVersion=created["metadata"]["resourceVersion"],
+                               allowWatchBookmarks="true")
+    assert events[0]["type"] == "BOOKMARK"
+    assert events[0]["object"]["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+
+
+async def test_watch_ends_at_its_timeout(http) -> None:
+    async with http.session.get(CMS, params={"watch": "true", "timeoutSeconds": "1"}) as response:
+        body = await asyncio.wait_for(response.read(), 5)
+    assert body == b""

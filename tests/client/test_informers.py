@@ -1,0 +1,214 @@
+"""Informers against a real cluster: the cache fills, handlers fire, and nothing is missed across broken watches."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from minik.aio import Backoff
+from minik.client import Client
+from minik.cluster import Cluster
+from minik.informers import Informer, object_key, split_key
+
+
+@pytest.fixture(params=["http", "in_process"])
+async def client(request: pytest.FixtureRequest, cluster: Cluster) -> AsyncIterator[Client]:
+    assert cluster.api is not None
+    made = Client.http(cluster.url) if request.param == "http" else Client.in_process(cluster.api)
+    async with made as c:
+        yield c
+
+
+class Recorder:
+    """Handlers that write down what they were told, as (event, key, value of data.v)."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str | None]] = []
+
+    @staticmethod
+    def _v(obj: dict[str, Any]) -> str | None:
+        return (obj.get("data") or {}).get("v")
+
+    def on_add(self, obj: dict[str, Any]) -> None:
+        self.events.append(("add", object_key(obj), self._v(obj)))
+
+    async def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        await asyncio.sleep(0)  # handlers may be coroutines
+        self.events.append(("update", object_key(new), self._v(new)))
+
+    def on_delete(self, obj: dict[str, Any]) -> None:
+        self.events.append(("delete", object_key(obj), self._v(obj)))
+
+    def attach(self, informer: Informer) -> None:
+        informer.add_handlers(self.on_add, self.on_update, self.on_delete)
+
+
+async def eventually(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not condition():
+            await asyncio.sleep(0.01)
+
+
+def configmap(name: str, v: str = "1", **labels: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "labels": labels}, "data": {"v": v}}
+
+
+async def test_the_cache_fills_from_a_paged_list_and_reports_synced(client: Client) -> None:
+    for i in range(7):
+        await client.create("configmaps", configmap(f"cm-{i}"), "default")
+    informer = Informer(client, "configmaps", "default", page_size=3)
+    recorder = Recorder()
+    recorder.attach(informer)
+    assert not informer.has_synced
+    async with informer:
+        await informer.wait_for_sync(timeout=5)
+        assert informer.has_synced
+        assert sorted(informer.keys()) == [f"default/cm-{i}" for i in range(7)]
+        assert informer.get("default/cm-3")["metadata"]["name"] == "cm-3"  # type: ignore[index]
+        assert len(informer.list("default")) == 7 and informer.list("kube-system") == []
+        assert sorted(e[1] for e in recorder.events if e[0] == "add") == sorted(informer.keys())
+        assert informer.resource_version
+
+
+async def test_handlers_fire_for_add_update_and_delete_in_order(client: Client) -> None:
+    informer = Informer(client, "configmaps", "default")
+    recorder = Recorder()
+    recorder.attach(informer)
+    async with informer:
+        await informer.wait_for_sync(timeout=5)
+        await client.create("configmaps", configmap("a", "1"), "default")
+        await client.patch("configmaps", "a", {"data": {"v": "2"}}, "default")
+        await client.delete("configmaps", "a", "default")
+        await eventually(lambda: len(recorder.events) == 3)
+        assert informer.get("default/a") is None
+    assert recorder.events == [("add", "default/a", "1"), ("update", "default/a", "2"), ("delete", "default/a", "2")]
+
+
+async def test_cluster_scoped_objects_are_keyed_by_name(client: Client) -> None:
+    async with Informer(client, "namespaces") as informer:
+        await informer.wait_for_sync(timeout=5)
+        assert informer.get("default") is not None
+    assert split_key("default") == (None, "default") and split_key("ns/a") == ("ns", "a")
+
+
+async def test_the_informer_resumes_after_the_server_ends_its_watch_without_missing_events(
+        cluster: Cluster, client: Client) -> None:
+    assert cluster.store is not None
+    informer = Informer(client, "configmaps", "default", backoff=Backoff(initial=0.01, maximum=0.05))
+    recorder = Recorder()
+    recorder.attach(informer)
+    async with informer:
+        await informer.wait_for_sync(timeout=5)
+        await client.create("configmaps", configmap("a", "1"), "default")
+        await eventually(lambda: len(recorder.events) == 1)
+        for round_ in range(3):
+            cluster.store.close_watches()  # every watch ends, as when a server restarts
+            await client.patch("configmaps", "a", {"data": {"v": f"{round_ + 2}"}}, "default")
+            await client.create("configmaps", configmap(f"b{round_}", "1"), "default")
+        await client.delete("configmaps", "a", "default")
+        await eventually(lambda: len(recorder.events) == 8)
+        await asyncio.sleep(0.05)  # and nothing arrives twice
+    assert recorder.events == [
+        ("add", "default/a", "1"),
+        ("update", "default/a", "2"), ("add", "default/b0", "1"),
+        ("update", "default/a", "3"), ("add", "default/b1", "1"),
+        ("update", "default/a", "4"), ("add", "default/b2", "1"),
+        ("delete", "default/a", "4"),
+    ]
+    assert sorted(informer.keys()) == ["default/b0", "default/b1", "default/b2"]
+
+
+async def test_an_expired_resource_version_relists_and_reports_what_changed_meanwhile(
+        cluster: Cluster, client: Client) -> None:
+    assert cluster.store is not None
+    for name in ("gone", "changed", "same"):
+        await client.create("configmaps", configmap(name, "1"), "default")
+    paused = asyncio.Event()
+    resume = asyncio.Event()
+
+    async def sleep(seconds: float) -> None:
+        paused.set()
+        await resume.wait()
+
+    informer = Informer(client, "configmaps", "default", sleep=sleep)
+    recorder = Recorder()
+    recorder.attach(informer)
+    async with informer:
+        await informer.wait_for_sync(timeout=5)
+        recorder.events.clear()
+        # the watch ends with no event, so the informer backs off...
+        async with asyncio.timeout(5):
+            while not paused.is_set():  # the watch may still be opening: end it until the informer backs off
+                cluster.store.close_watches()
+                await asyncio.sleep(0.01)
+        # ...and while it is away, things change and history is compacted past its resourceVersion
+        await client.delete("configmaps", "gone", "default")
+        await client.patch("configmaps", "changed", {"data": {"v": "2"}}, "default")
+        await client.create("configmaps", configmap("new", "1"), "default")
+        await cluster.store.compact(cluster.store.revision - 1)
+        resume.set()
+        await eventually(lambda: len(recorder.events) == 3)
+        assert sorted(informer.keys()) == ["default/changed", "default/new", "default/same"]
+    assert sorted(recorder.events) == [("add", "default/new", "1"), ("delete", "default/gone", "1"),
+                                       ("update", "default/changed", "2")]
+
+
+async def test_an_object_leaving_the_label_selector_is_reported_as_deleted(client: Client) -> None:
+    informer = Informer(client, "configmaps", "default", label_selector={"tier": "web"})
+    recorder = Recorder()
+    recorder.attach(informer)
+    async with informer:
+        await informer.wait_for_sync(timeout=5)
+        await client.create("configmaps", configmap("db", "1", tier="db"), "default")
+        await client.create("configmaps", configmap("web", "1", tier="web"), "default")
+        await client.patch("configmaps", "web", {"metadata": {"labels": {"tier": "db"}}}, "default")
+        await eventually(lambda: len(recorder.events) == 2)
+        assert informer.keys() == []
+    assert [e[:2] for e in recorder.events] == [("add", "default/web"), ("delete", "default/web")]
+
+
+async def test_resync_calls_update_handlers_with_the_same_object(client: Client) -> None:
+    await client.create("configmaps", configmap("a"), "default")
+    resynced: list[bool] = []
+    informer = Informer(client, "configmaps", "default", resync_seconds=0.02)
+    informer.add_handlers(on_update=lambda old, new: resynced.append(old is new))
+    async with informer:
+        await eventually(lambda: len(resynced) >= 3)
+    assert all(resynced)
+
+
+async def test_a_failing_handler_does_not_stop_the_informer(client: Client) -> None:
+    seen: list[str] = []
+
+    def explode(obj: dict[str, Any]) -> None:
+        raise RuntimeError("handler bug")
+
+    informer = Informer(client, "configmaps", "default")
+    informer.add_handlers(on_add=explode)
+    informer.add_handlers(on_add=lambda obj: seen.append(obj["metadata"]["name"]))
+    async with informer:
+        await informer.wait_for_sync(timeout=5)
+        await client.create("configmaps", configmap("a"), "default")
+        await client.create("configmaps", configmap("b"), "default")
+        await eventually(lambda: seen == ["a", "b"])
+
+
+async def test_handlers_must_be_added_before_the_informer_starts(client: Client) -> None:
+    async with Informer(client, "configmaps", "default") as informer:
+        with pytest.raises(RuntimeError):
+            informer.add_handlers(on_add=lambda obj: None)
+
+
+async def test_waiting_for_sync_fails_when_the_informer_stops_first(unused_tcp_port: int) -> None:
+    async with Client.http(f"http://127.0.0.1:{unused_tcp_port}", timeout_seconds=1) as unreachable:
+        informer = Informer(unreachable, "configmaps", "default", backoff=Backoff(initial=0.01, maximum=0.02))
+        informer.start()
+        waiting = asyncio.create_task(informer.wait_for_sync())
+        await asyncio.sleep(0.1)  # a few failed lists, each backed off
+        assert not informer.has_synced and not waiting.done()
+        await informer.stop()
+        with pytest.raises(RuntimeError):
+            await waiting
