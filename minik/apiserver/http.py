@@ -36,8 +36,13 @@ async def _read_body(request: web.Request) -> bytes | None:
 
 
 def _respond(response: ApiResponse) -> web.Response:
-    return web.Response(status=response.status, body=response.body, content_type=response.content_type,
-                        headers=response.headers or None)
+    headers = {"Content-Type": response.content_type}
+    if response.headers:
+        headers.update(response.headers)
+    return web.Response(status=response.status, body=response.body, headers=headers)
+
+
+_NO_QUERY: dict[str, str] = {}
 
 
 async def handle(request: web.Request) -> web.StreamResponse:
@@ -47,7 +52,8 @@ async def handle(request: web.Request) -> web.StreamResponse:
         response = _respond(ApiResponse.error(_TOO_LARGE))
         response.force_close()
         return response
-    result = await api.handle(ApiRequest(request.method, request.path, request.query, request.headers, body,
+    query = request.query if request.query_string else _NO_QUERY
+    result = await api.handle(ApiRequest(request.method, request.path, query, request.headers, body,
                                          request.remote))
     if result.stream is None:
         return _respond(result)

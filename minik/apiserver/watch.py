@@ -44,7 +44,10 @@ def translate(event: Event, predicate: ObjectPredicate | None) -> bytes | None:
     """The line a watcher with ``predicate`` gets for ``event``, or None when the event is not for it."""
     kind = _TYPES[event.type]
     if predicate is None:
-        return event_line(kind, event.raw)
+        line = event.encoded
+        if line is None:
+            line = event.encoded = event_line(kind, event.raw)
+        return line
     now = predicate(orjson.loads(event.raw))
     if event.type is EventType.ADDED:
         return event_line(kind, event.raw) if now else None
@@ -113,7 +116,18 @@ class WatchStream:
         assert watcher is not None
         loop = asyncio.get_running_loop()
         seconds = self.options.timeout_seconds
-        deadline = loop.time() + (seconds if seconds else DEFAULT_TIMEOUT_SECONDS)
+        # one timer ends the stream at its deadline and one asks for bookmarks: no timeout per wait
+        deadline = loop.call_later(seconds if seconds else DEFAULT_TIMEOUT_SECONDS, watcher.close)
+        bookmarks = self.options.allow_bookmarks
+        ticker: asyncio.TimerHandle | None = None
+
+        def tick() -> None:
+            nonlocal ticker
+            watcher.poke()
+            ticker = loop.call_later(self.bookmark_interval, tick)
+
+        if bookmarks:
+            ticker = loop.call_later(self.bookmark_interval, tick)
         try:
             if self.initial:
                 chunk = []
@@ -125,25 +139,29 @@ class WatchStream:
                         chunk = []
                 if chunk:
                     yield b"".join(chunk)
-            if self.options.send_initial_events and self.options.allow_bookmarks:
+            if self.options.send_initial_events and bookmarks:
                 yield self._bookmark(watcher.revision, initial_end=True)
             while True:
-                remaining = deadline - loop.time()
-                if remaining <= 0:
-                    return
-                wait = min(remaining, self.bookmark_interval) if self.options.allow_bookmarks else remaining
                 try:
-                    batch = await watcher.next_batch(MAX_EVENTS_PER_WRITE, timeout=wait)
+                    batch = await watcher.next_batch(MAX_EVENTS_PER_WRITE)
                 except StopAsyncIteration:
                     return
-                if not batch:
-                    if self.options.allow_bookmarks and loop.time() < deadline and not watcher.replaying:
+                if not batch:  # the ticker: nothing is queued, so everything up to now has been delivered
+                    if bookmarks and not watcher.replaying:
                         yield self._bookmark(max(watcher.revision, self.store.revision))
+                    continue
+                if len(batch) == 1:
+                    line = translate(batch[0], self.predicate)
+                    if line is not None:
+                        yield line
                     continue
                 out = [line for line in (translate(e, self.predicate) for e in batch) if line is not None]
                 if out:
                     yield b"".join(out)
         finally:
+            deadline.cancel()
+            if ticker is not None:
+                ticker.cancel()
             await watcher.aclose()
 
     async def close(self) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -32,16 +32,20 @@ class Record:
         return result
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Event:
     """One write as watchers see it. ``raw`` is the object after the write (for DELETED: its last state, carrying
-    the deletion's revision); ``prev_raw`` is the object before it (None for ADDED, or when compacted away)."""
+    the deletion's revision); ``prev_raw`` is the object before it (None for ADDED, or when compacted away).
+
+    Treat it as immutable; ``encoded`` is a cache a transport may fill with the event's wire form so that one
+    encoding serves every watcher."""
 
     type: EventType
     key: str
     revision: int
     raw: bytes
     prev_raw: bytes | None
+    encoded: bytes | None = field(default=None, compare=False, repr=False)
 
     def object(self) -> dict[str, Any]:
         result: dict[str, Any] = orjson.loads(self.raw)

@@ -36,6 +36,7 @@ class Watcher:
         self._queue: deque[Event] = deque()
         self._wakeup = asyncio.Event()
         self._closed = False
+        self._poked = False
 
     @property
     def closed(self) -> bool:
@@ -53,6 +54,11 @@ class Watcher:
             self.close()
             return
         self._queue.append(event)
+        self._wakeup.set()
+
+    def poke(self) -> None:
+        """Make a waiting ``next_batch`` return [] now (a timer's way to get the consumer's attention)."""
+        self._poked = True
         self._wakeup.set()
 
     def close(self) -> None:
@@ -88,7 +94,8 @@ class Watcher:
 
     async def next_batch(self, max_events: int = 1, timeout: float | None = None) -> list[Event]:
         """Up to ``max_events`` events in revision order, waiting for at least one. Returns [] when ``timeout``
-        passes first; raises StopAsyncIteration once the watcher is closed."""
+        passes first or when ``poke()`` was called; raises StopAsyncIteration once the watcher is closed.
+        Long-lived consumers should prefer one timer calling ``poke()`` or ``close()`` over a timeout per call."""
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         while True:
@@ -105,10 +112,17 @@ class Watcher:
                 continue
             source = self._replayed if self._replayed else self._queue
             if source:
-                n = min(max_events, len(source))
-                batch = [source.popleft() for _ in range(n)]
+                n = len(source)
+                if n <= max_events and source is self._queue:
+                    batch = list(source)
+                    source.clear()
+                else:
+                    batch = [source.popleft() for _ in range(min(max_events, n))]
                 self.revision = batch[-1].revision
                 return batch
+            if self._poked:
+                self._poked = False
+                return []
             self._wakeup.clear()
             if deadline is None:
                 await self._wakeup.wait()
@@ -116,9 +130,11 @@ class Watcher:
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     return []
+                # asyncio.timeout, unlike wait_for, does not wrap the wait in a new task at every wake-up
                 try:
-                    await asyncio.wait_for(self._wakeup.wait(), remaining)
-                except asyncio.TimeoutError:
+                    async with asyncio.timeout(remaining):
+                        await self._wakeup.wait()
+                except TimeoutError:
                     return []
 
 

@@ -100,3 +100,20 @@ async def test_pod_spec_fields_are_immutable(http) -> None:
 async def test_a_future_resource_version_times_out_rather_than_hangs(http) -> None:
     status, body = await http.get(PODS, resourceVersion="99999999")
     assert status == 504 and body["reason"] == "Timeout"
+
+
+@pytest.mark.parametrize(("data", "content_type"), [
+    (b"[" * 100_000 + b"]" * 100_000, "application/json"),
+    (b'{"metadata":' * 5000 + b"{}" + b"}" * 5000, "application/json"),
+    (b"a:\n" + b"".join(b" " * i + b"- \n" for i in range(1, 3000)), "application/yaml"),
+    (b"[" * 50_000, "application/yaml"),
+    (b'{"metadata":{"name":"x"},"spec":{"containers":[{"name":"c","image":"b","x":1e999999}]}}', "application/json"),
+    (b'{"metadata":{"name":"\\ud800"}}', "application/json"),
+])
+async def test_hostile_bodies_are_4xx_and_the_server_keeps_serving(cluster, http, data: bytes, content_type: str
+                                                                   ) -> None:
+    before = cluster.store.revision
+    status, body = await http.call("POST", PODS, data=data, content_type=content_type)
+    assert 400 <= status < 500, body
+    assert cluster.store.revision == before
+    assert (await http.get("/readyz"))[0] == 200

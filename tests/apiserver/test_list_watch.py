@@ -171,3 +171,16 @@ async def test_watch_ends_at_its_timeout(http) -> None:
     async with http.session.get(CMS, params={"watch": "true", "timeoutSeconds": "1"}) as response:
         body = await asyncio.wait_for(response.read(), 5)
     assert body == b""
+
+
+async def test_the_legacy_watch_prefix_streams_the_same_events(http) -> None:
+    created = await make(http, "legacy")
+    await http.patch(f"{CMS}/legacy", {"data": {"k": "2"}})
+    events = []
+    async with http.session.get("/api/v1/watch/namespaces/default/configmaps",
+                                params={"resourceVersion": created["metadata"]["resourceVersion"]}) as response:
+        assert response.status == 200
+        async for line in response.content:
+            events.append(orjson.loads(line))
+            break
+    assert events[0]["type"] == "MODIFIED" and events[0]["object"]["data"] == {"k": "2"}

@@ -166,3 +166,34 @@ async def test_compaction_keeps_current_state_and_expires_old_revisions(store_se
         assert sorted(r.key for r in (await s.list("/core/pods/")).items) == ["/core/pods/ns1/a", "/core/pods/ns1/c"]
     finally:
         await s.close()
+
+
+async def test_a_watcher_that_falls_too_far_behind_is_closed_not_waited_for(store_settings: StoreSettings) -> None:
+    s = await Store.open(replace(store_settings, watcher_buffer=10))
+    try:
+        slow = s.watch("/core/pods/", 0)
+        for i in range(25):
+            await s.create(f"/core/pods/ns1/p{i}", pod(f"p{i}"))  # the writer never waits for the slow watcher
+        assert slow.closed and slow.overflowed
+        with pytest.raises(StopAsyncIteration):
+            await slow.next_batch()
+        resumed = s.watch("/core/pods/", 0)  # its client re-watches from the last revision it saw
+        assert len(await resumed.next_batch(100)) == 25
+        await resumed.aclose()
+    finally:
+        await s.close()
+
+
+async def test_close_commits_queued_writes_and_ends_watches(store_settings: StoreSettings) -> None:
+    s = await Store.open(store_settings)
+    watcher = s.watch("/core/pods/", 0)
+    writes = [asyncio.ensure_future(s.create(f"/core/pods/ns1/p{i}", pod(f"p{i}"))) for i in range(50)]
+    await asyncio.sleep(0)
+    await s.close()
+    assert all(w.done() and not w.exception() for w in writes)
+    assert watcher.closed
+    s = await Store.open(store_settings)
+    try:
+        assert s.count("/core/pods/") == 50
+    finally:
+        await s.close()
