@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -11,14 +10,6 @@ import pytest
 from minik.api.errors import StatusError
 from minik.client import JSON_PATCH, Client, LineSplitter, TransportError, WatchEvent
 from minik.cluster import Cluster
-
-
-@pytest.fixture(params=["http", "in_process"])
-async def client(request: pytest.FixtureRequest, cluster: Cluster) -> AsyncIterator[Client]:
-    assert cluster.api is not None
-    made = Client.http(cluster.url) if request.param == "http" else Client.in_process(cluster.api)
-    async with made as c:
-        yield c
 
 
 def configmap(name: str, **data: str) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -12,14 +12,6 @@ from minik.aio import Backoff
 from minik.client import Client
 from minik.cluster import Cluster
 from minik.informers import Informer, object_key, split_key
-
-
-@pytest.fixture(params=["http", "in_process"])
-async def client(request: pytest.FixtureRequest, cluster: Cluster) -> AsyncIterator[Client]:
-    assert cluster.api is not None
-    made = Client.http(cluster.url) if request.param == "http" else Client.in_process(cluster.api)
-    async with made as c:
-        yield c
 
 
 class Recorder:

@@ -1,0 +1,18 @@
+"""The client under test, over HTTP and in-process: every client test runs on both transports."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from minik.client import Client
+from minik.cluster import Cluster
+
+
+@pytest.fixture(params=["http", "in_process"])
+async def client(request: pytest.FixtureRequest, cluster: Cluster) -> AsyncIterator[Client]:
+    assert cluster.api is not None
+    made = Client.http(cluster.url) if request.param == "http" else Client.in_process(cluster.api)
+    async with made as c:
+        yield c
