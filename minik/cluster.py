@@ -21,6 +21,10 @@ from minik.store import Store, StoreSettings
 
 log = structlog.get_logger("minik.cluster")
 
+#: the components `minik up` will run besides the store and the API server; each arrives with its own issue, and
+#: any of them can be left out (``--disable``) to run it elsewhere or not at all
+COMPONENTS = ("scheduler", "controllers", "node", "proxy")
+
 
 @dataclass(frozen=True)
 class ClusterSettings:
@@ -44,6 +48,14 @@ class ClusterSettings:
 
     store: dict[str, object] = field(default_factory=dict)
     """Extra StoreSettings fields (for tests and benchmarks: compaction window, buffers...)."""
+
+    disabled: frozenset[str] = frozenset()
+    """Components (names from COMPONENTS) not to start. Recorded now; honoured as the components land."""
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.disabled) - set(COMPONENTS))
+        if unknown:
+            raise ValueError(f"unknown components {unknown}: choose from {', '.join(COMPONENTS)}")
 
     @property
     def db_path(self) -> Path:

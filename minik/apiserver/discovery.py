@@ -25,6 +25,15 @@ _SUBRESOURCES: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
     "finalize": ("", "", "", ("update",)),
 }
 
+#: the subresources the server answers today; discovery advertises only these (kubectl trusts discovery: a listed
+#: pods/eviction makes `kubectl drain` evict instead of delete). Add a name here when its handler lands.
+SERVED_SUBRESOURCES = ("status", "binding", "finalize")
+
+
+def served_subresources(resource: ResourceType) -> tuple[str, ...]:
+    """The registry's subresources of ``resource`` that the server serves."""
+    return tuple(sub for sub in resource.subresources if sub in SERVED_SUBRESOURCES)
+
 
 def version_info() -> dict[str, str]:
     machine = platform.machine().lower()
@@ -53,7 +62,7 @@ def resource_list(registry: Registry, group: str, version: str) -> dict[str, Any
         if t.categories:
             entry["categories"] = list(t.categories)
         resources.append(entry)
-        for sub in t.subresources:
+        for sub in served_subresources(t):
             sub_group, sub_version, sub_kind, verbs = _SUBRESOURCES.get(sub, ("", "", "", ("get",)))
             item: dict[str, Any] = {"name": f"{t.plural}/{sub}", "singularName": "", "namespaced": t.namespaced,
                                     "kind": sub_kind or t.kind, "verbs": list(verbs)}

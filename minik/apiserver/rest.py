@@ -11,7 +11,7 @@ import os
 import random
 import time
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from minik.api.errors import (Cause, StatusError, already_exists, bad_request, conflict, invalid, not_found)
 from minik.api.kinds.pods import assign_pod
@@ -19,6 +19,9 @@ from minik.api.registry import ResourceType
 from minik.apiserver.admission import Admission, Attributes
 from minik.apiserver.request import User
 from minik.store import Conflict, KeyExists, KeyNotFound, Record, Store
+
+if TYPE_CHECKING:
+    from minik.apiserver.apply import FieldManager
 
 Obj = dict[str, Any]
 
@@ -126,8 +129,10 @@ class ResourceRest:
         return record
 
     # -- create --------------------------------------------------------------------------------------------
-    async def create(self, obj: Obj, namespace: str | None, user: User, dry_run: bool = False) -> Record | Obj:
-        """Returns the stored record, or (dry run) the object as it would have been stored."""
+    async def create(self, obj: Obj, namespace: str | None, user: User, dry_run: bool = False,
+                     fields: FieldManager | None = None) -> Record | Obj:
+        """Returns the stored record, or (dry run) the object as it would have been stored. ``fields`` records
+        the write in metadata.managedFields."""
         self._check_type(obj)
         self._check_namespace(obj, namespace)
         meta = obj["metadata"]
@@ -142,6 +147,8 @@ class ResourceRest:
         attrs = Attributes("CREATE", self.resource, None, namespace, str(meta.get("name") or ""), obj, None, user,
                            dry_run)
         await self.admission.admit(attrs)
+        if fields is not None:
+            fields.created(obj)
         meta["uid"] = new_uid()
         meta["creationTimestamp"] = now_rfc3339()
         if self.strategy.tracks_generation:
@@ -164,7 +171,7 @@ class ResourceRest:
 
     # -- update and patch ----------------------------------------------------------------------------------
     async def update(self, obj: Obj, namespace: str | None, name: str, user: User, subresource: str | None = None,
-                     dry_run: bool = False) -> Record | Obj:
+                     dry_run: bool = False, fields: FieldManager | None = None) -> Record | Obj:
         """PUT: the body replaces the object (or, for the status subresource, its status)."""
         self._check_type(obj)
         self._check_namespace(obj, namespace)
@@ -177,10 +184,12 @@ class ResourceRest:
         def mutate(_current: Obj) -> Obj:
             return copy.deepcopy(obj)
 
-        return await self._guaranteed_update(namespace, name, mutate, user, subresource, precondition, dry_run)
+        return await self._guaranteed_update(namespace, name, mutate, user, subresource, precondition, dry_run,
+                                             fields=fields)
 
     async def patch(self, namespace: str | None, name: str, apply: Callable[[Obj], Obj], user: User,
-                    subresource: str | None = None, dry_run: bool = False) -> Record | Obj:
+                    subresource: str | None = None, dry_run: bool = False,
+                    fields: FieldManager | None = None) -> Record | Obj:
         """PATCH: ``apply`` turns the current object into the new one; re-run on the latest when another writer
         got in between. A resourceVersion in the patched result is a precondition."""
 
@@ -191,11 +200,11 @@ class ResourceRest:
             return result
 
         return await self._guaranteed_update(namespace, name, mutate, user, subresource, None, dry_run,
-                                             patched=True)
+                                             patched=True, fields=fields)
 
     async def _guaranteed_update(self, namespace: str | None, name: str, mutate: Callable[[Obj], Obj], user: User,
                                  subresource: str | None, precondition: int | None, dry_run: bool,
-                                 patched: bool = False) -> Record | Obj:
+                                 patched: bool = False, fields: FieldManager | None = None) -> Record | Obj:
         key = self.resource.key(namespace, name)
         for _attempt in range(UPDATE_RETRIES):
             record = self.record(namespace, name)
@@ -212,7 +221,7 @@ class ResourceRest:
                     precondition = None  # a patch carrying the current version is no precondition
             if precondition is not None and precondition != record.mod_revision:
                 raise self._conflict(name)
-            new = await self._prepare_update(new, current, namespace, name, user, subresource, dry_run)
+            new = await self._prepare_update(new, current, namespace, name, user, subresource, dry_run, fields)
             if dry_run:
                 return new
             try:
@@ -231,7 +240,7 @@ class ResourceRest:
         raise self._conflict(name)
 
     async def _prepare_update(self, new: Obj, current: Obj, namespace: str | None, name: str, user: User,
-                              subresource: str | None, dry_run: bool) -> Obj:
+                              subresource: str | None, dry_run: bool, fields: FieldManager | None = None) -> Obj:
         meta = new["metadata"]
         old_meta = current["metadata"]
         for owned in _SERVER_OWNED + ("generation",):
@@ -253,6 +262,8 @@ class ResourceRest:
             self.strategy.default(new)
         attrs = Attributes("UPDATE", self.resource, subresource, namespace, name, new, current, user, dry_run)
         await self.admission.admit(attrs)
+        if fields is not None:
+            fields.updated(new, current)
         if self.strategy.tracks_generation and subresource is None and \
                 self.strategy.spec_of(new) != self.strategy.spec_of(current):
             meta["generation"] = int(old_meta.get("generation") or 0) + 1

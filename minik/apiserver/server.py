@@ -15,10 +15,13 @@ import structlog
 
 from minik.api.errors import StatusError, bad_request, internal, not_found, unsupported_media_type
 from minik.api.registry import Registry, ResourceType
-from minik.apiserver import codec, discovery
+from minik.apiserver import codec, discovery, tables
 from minik.apiserver.admission import (AdmissionPlugin, Admission, AllowAll, Authenticator, Authorizer,
                                        LoopbackAuthenticator, NamespaceLifecycle, ObjectReader)
+from minik.apiserver.apply import Applier, FieldManager
+from minik.apiserver.fieldvalidation import FieldValidation
 from minik.apiserver.lists import list_body, parse_list_options, read_list
+from minik.apiserver.openapi import OpenApi
 from minik.apiserver.patch import json_patch, merge_patch, strategic_merge_patch
 from minik.apiserver.request import ApiRequest, ApiResponse, User, success_status
 from minik.apiserver.requestinfo import RequestInfo, resolve
@@ -57,6 +60,7 @@ class ApiServer:
         self.rests = {(t.group, t.version, t.plural): ResourceRest(t, store, self.admission) for t in registry.types}
         self.ready = False
         self._static = self._discovery_documents()
+        self.openapi = OpenApi(registry)
 
     def _discovery_documents(self) -> dict[str, bytes]:
         docs: dict[str, Any] = {
@@ -107,6 +111,8 @@ class ApiServer:
             return ApiResponse.raw(static)
         if path == "/":
             return ApiResponse.json({"paths": sorted(self._static)})
+        if self.openapi.handles(path) and request.method in ("GET", "HEAD"):
+            return self.openapi.respond(path)
         info = resolve(self.registry, request.method, path, request.query)
         denied = await self.authorizer.authorize(user, info)
         if denied is not None:
@@ -129,20 +135,23 @@ class ApiServer:
         query = request.query
         dry_run = _dry_run(query)
         verb, sub = info.verb, info.subresource
-        if sub not in (None, "status", "binding", "finalize"):
+        if sub is not None and sub not in discovery.SERVED_SUBRESOURCES:
             raise not_found(f"{info.resource.plural}/{sub}", info.resource.group, info.name or "")
+        table = tables.for_request(info.resource, request) if verb in ("get", "list", "watch") else None
         if verb == "get":
-            return ApiResponse.raw(rest.record(info.namespace, info.name or "").raw)
+            raw = rest.record(info.namespace, info.name or "").raw
+            return ApiResponse.raw(table.object(raw) if table else raw)
         if verb == "list":
             items, meta = await read_list(self.store, info.resource, info.namespace, parse_list_options(query,
                                                                                                         info.resource))
-            return ApiResponse.raw(list_body(info.resource, [r.raw for r in items], meta))
+            raws = [r.raw for r in items]
+            return ApiResponse.raw(table.list(raws, meta) if table else list_body(info.resource, raws, meta))
         if verb == "watch":
             stream = WatchStream(self.store, info.resource, info.namespace,
                                  parse_list_options(query, info.resource, info.name),
                                  self.settings.bookmark_interval_seconds)
             await stream.open()
-            return ApiResponse(200, stream=stream.lines())
+            return ApiResponse(200, stream=table.watch(stream.lines()) if table else stream.lines())
         if verb == "create":
             body = codec.decode_object(request.body, request.headers.get("Content-Type"))
             if sub == "binding":
@@ -150,19 +159,34 @@ class ApiServer:
                 return ApiResponse.json(success_status(info.name or "", "", "pods"), 201)
             if sub is not None:
                 raise not_found(f"{info.resource.plural}/{sub}", info.resource.group, info.name or "")
-            created = await rest.create(body, info.namespace, user, dry_run)
-            return _object_response(created, 201)
+            fields = FieldValidation(info.resource, query, verb)
+            body = fields.object(body, request.body, request.headers.get("Content-Type"))
+            created = await rest.create(body, info.namespace, user, dry_run,
+                                        FieldManager.for_request(info.resource, request, verb, sub))
+            return _object_response(created, 201, fields.headers)
         if sub == "binding":
             raise StatusError(405, "MethodNotAllowed", "the server does not allow this method on the requested "
                               f"resource ({request.method})")
         if verb == "update":
             body = codec.decode_object(request.body, request.headers.get("Content-Type"))
-            updated = await rest.update(body, info.namespace, info.name or "", user, sub, dry_run)
-            return _object_response(updated)
+            fields = FieldValidation(info.resource, query, verb)
+            body = fields.object(body, request.body, request.headers.get("Content-Type"))
+            updated = await rest.update(body, info.namespace, info.name or "", user, sub, dry_run,
+                                        FieldManager.for_request(info.resource, request, verb, sub))
+            return _object_response(updated, 200, fields.headers)
         if verb == "patch":
-            apply = _patcher(request.body, request.headers.get("Content-Type"), info.resource)
-            patched = await rest.patch(info.namespace, info.name or "", apply, user, sub, dry_run)
-            return _object_response(patched)
+            fields = FieldValidation(info.resource, query, verb)
+            content_type = request.headers.get("Content-Type")
+            if codec.media_type(content_type) == codec.APPLY_PATCH:  # server-side apply, which may create
+                config = codec.decode_object(request.body, content_type)
+                applier = Applier.for_apply(info.resource, request, sub, config)
+                applier.config = fields.object(applier.config, request.body, content_type)
+                result, status = await applier.run(rest, info.namespace, info.name or "", user, dry_run)
+                return _object_response(result, status, fields.headers)
+            apply = fields.patcher(_patcher(request.body, content_type, info.resource), request.body, content_type)
+            patched = await rest.patch(info.namespace, info.name or "", apply, user, sub, dry_run,
+                                       FieldManager.for_request(info.resource, request, verb, sub))
+            return _object_response(patched, 200, fields.headers)
         if verb == "delete":
             options = _delete_options(request.body, request.headers.get("Content-Type"), query)
             obj, gone = await rest.delete(info.namespace, info.name or "", options, user)
@@ -191,10 +215,10 @@ class ApiServer:
                           f"resource ({request.method})")
 
 
-def _object_response(result: Record | Obj, status: int = 200) -> ApiResponse:
-    if isinstance(result, Record):
-        return ApiResponse.raw(result.raw, status)
-    return ApiResponse.json(result, status)
+def _object_response(result: Record | Obj, status: int = 200, headers: dict[str, str] | None = None) -> ApiResponse:
+    response = ApiResponse.raw(result.raw, status) if isinstance(result, Record) else ApiResponse.json(result, status)
+    response.headers.update(headers or {})
+    return response
 
 
 def _dry_run(query: Mapping[str, str]) -> bool:

@@ -1,20 +1,35 @@
-"""The `minik` command: one click group, one module per command group."""
+"""The `minik` command: one click group, one module per command group.
+
+Cluster life: up, down, status, kubeconfig (up.py). Client commands, which reach the API like kubectl: apply,
+get, describe, delete. Human output goes to stdout, errors to stderr with a non-zero exit code.
+"""
 
 from __future__ import annotations
 
 import click
 
 from minik import __version__
-from minik.cli.up import up
+from minik.cli.apply import apply
+from minik.cli.common import target_options
+from minik.cli.delete import delete
+from minik.cli.describe import describe
+from minik.cli.get import get
+from minik.cli.up import down, kubeconfig_path, status, up
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="minik")
+@target_options
 def cli() -> None:
-    """minik: a Kubernetes-style cluster in one process."""
+    """minik: a Kubernetes-style cluster in one process.
+
+    Start one with `minik up -d`; `minik get`, `apply`, `describe` and `delete` then talk to it (or to any
+    cluster given by --server or --kubeconfig), and so does kubectl with --kubeconfig $(minik kubeconfig).
+    """
 
 
-cli.add_command(up)
+for command in (up, down, status, kubeconfig_path, apply, get, describe, delete):
+    cli.add_command(command)
 
 
 def main() -> None:

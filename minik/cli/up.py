@@ -1,18 +1,33 @@
-"""`minik up`: run a cluster in the foreground until Ctrl-C or SIGTERM."""
+"""The cluster's life on this machine: `minik up` (foreground or --detach), `minik down`, `minik status` and
+`minik kubeconfig`."""
 
 from __future__ import annotations
 
 import asyncio
+import errno
+import os
 import signal
+import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Coroutine
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import click
 
+from minik import kubeconfig
 from minik import log as logging_setup
-from minik.cluster import Cluster, ClusterSettings
+from minik.cli.common import CliError, default_data_dir, fail
+from minik.cli.instance import AlreadyRunning, Instance, RunState
+from minik.cli.output import align, human_duration, parse_time
+from minik.cluster import COMPONENTS, Cluster, ClusterSettings
+
+#: how long `up --detach` waits for the cluster to answer /readyz, and `down` for it to exit
+WAIT_SECONDS = 30.0
 
 
 def run(main: Coroutine[Any, Any, None]) -> None:
@@ -25,11 +40,36 @@ def run(main: Coroutine[Any, Any, None]) -> None:
         uvloop.run(main)
 
 
-def default_data_dir(name: str) -> Path:
-    return Path.home() / ".minik" / name
+def _components(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> frozenset[str]:
+    chosen = {part.strip().lower() for value in values for part in value.split(",") if part.strip()}
+    unknown = sorted(chosen - set(COMPONENTS))
+    if unknown:
+        raise click.BadParameter(f"unknown component {', '.join(map(repr, unknown))}: choose from "
+                                 f"{', '.join(COMPONENTS)}")
+    return frozenset(chosen)
 
 
-async def _run(settings: ClusterSettings) -> None:
+def _listen_error(settings: ClusterSettings, exc: OSError) -> CliError:
+    where = f"{settings.bind}:{settings.port}"
+    if exc.errno == errno.EADDRINUSE:
+        return fail(f"cannot listen on {where}: the address is already in use (another cluster or program "
+                    "has the port; choose another with --port)")
+    reason = (exc.strerror or str(exc)).rsplit(": ", 1)[-1]
+    return fail(f"cannot listen on {where}: {reason}")
+
+
+def _ready_line(seconds: float, url: str, kubeconfig_path: Path) -> str:
+    return f"minik: ready in {seconds:.2f}s, API at {url} (kubeconfig: {kubeconfig_path})"
+
+
+def _selector_args(name: str, data_dir: Path) -> str:
+    """The options `down`/`status` need to find this cluster again."""
+    if data_dir.resolve() != default_data_dir(name).resolve():
+        return f" --data-dir {data_dir}"
+    return f" --name {name}" if name != "minik" else ""
+
+
+async def _serve(settings: ClusterSettings, instance: Instance, update_kubeconfig: bool) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -39,35 +79,216 @@ async def _run(settings: ClusterSettings) -> None:
     try:
         await cluster.start()
     except OSError as exc:
-        raise click.ClickException(f"cannot listen on {settings.bind}:{settings.port}: {exc.strerror or exc}"
-                                   ) from None
-    click.echo(f"minik: ready in {cluster.started_seconds:.2f}s, API at {cluster.url}")
+        raise _listen_error(settings, exc) from None
     try:
+        path = instance.kubeconfig_path
+        config = kubeconfig.for_cluster(settings.name, cluster.url)
+        kubeconfig.write(path, config)
+        if update_kubeconfig:
+            user_path = kubeconfig.user_kubeconfig_path()
+            current = kubeconfig.merge(user_path, config)
+            click.echo(f"minik: context {settings.name!r} merged into {user_path}"
+                       + (" (and made current)" if current else ""))
+        instance.publish(cluster.url, settings.name, tuple(sorted(settings.disabled)))
+        if settings.disabled:
+            click.echo(f"minik: disabled: {', '.join(sorted(settings.disabled))}")
+        click.echo(_ready_line(cluster.started_seconds, cluster.url, path), nl=True)
+        sys.stdout.flush()
         await stop.wait()
     finally:
         click.echo("minik: shutting down")
+        instance.state_path.unlink(missing_ok=True)
         await cluster.stop()
-        click.echo("minik: stopped; state kept in " + str(settings.data_dir))
+        click.echo(f"minik: stopped; state kept in {settings.data_dir}")
+
+
+def _child_args(ctx: click.Context, data_dir: Path) -> list[str]:
+    """The command line of the background `minik up`: this one, without --detach."""
+    p = ctx.params
+    args = [sys.executable, "-m", "minik", "up", "--name", p["name"], "--data-dir", str(data_dir.resolve()),
+            "--bind", p["bind"], "--port", str(p["port"]), "--sync", p["synchronous"], "--log-level",
+            p["log_level"]]
+    if p["log_file"] is not None:
+        args += ["--log-file", str(p["log_file"]) if str(p["log_file"]) == "-" else str(p["log_file"].resolve())]
+    for component in sorted(p["disabled"]):
+        args += ["--disable", component]
+    if p["update_kubeconfig"]:
+        args.append("--update-kubeconfig")
+    return args
+
+
+def _answers_ready(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + "/readyz", timeout=1) as response:  # noqa: S310 - our own http URL
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _detach(ctx: click.Context, name: str, instance: Instance) -> None:
+    began = time.monotonic()
+    instance.data_dir.mkdir(parents=True, exist_ok=True)
+    console_path = instance.console_path
+    with open(console_path, "ab") as console:
+        offset = console.tell()
+        process = subprocess.Popen(_child_args(ctx, instance.data_dir), stdin=subprocess.DEVNULL, stdout=console,
+                                   stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
+    click.echo(f"minik: starting cluster {name!r} in the background (data in {instance.data_dir})")
+    state: RunState | None = None
+    while True:
+        code = process.poll()
+        if code is not None:
+            with open(console_path, "rb") as console:
+                console.seek(offset)
+                output = console.read().decode("utf-8", "replace").splitlines()
+            errors = [line for line in output if line.startswith(("error", "Error", "Usage"))] or output[-5:]
+            raise CliError("\n".join(errors) or f"error: minik up exited with code {code}")
+        state = instance.running()
+        if state is not None and state.pid == process.pid and state.url and _answers_ready(state.url):
+            break
+        if time.monotonic() - began > WAIT_SECONDS:
+            process.terminate()
+            raise fail(f"the cluster did not become ready within {WAIT_SECONDS:.0f}s; see {console_path}")
+        time.sleep(0.05)
+    process.returncode = 0  # it lives on in the background: nothing here will wait for it
+    click.echo(_ready_line(time.monotonic() - began, state.url, instance.kubeconfig_path))
+    click.echo(f"minik: running in the background as PID {process.pid} (output in {console_path}); "
+               f"stop it with: minik down{_selector_args(name, instance.data_dir)}")
 
 
 @click.command()
-@click.option("--name", default="minik", show_default=True, help="Cluster name.")
+@click.option("--name", default="minik", show_default=True,
+              help="Cluster name: names the kubeconfig context and the default data directory.")
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="State directory [default: ~/.minik/NAME].")
 @click.option("--bind", default="127.0.0.1", show_default=True, help="Address the API server listens on.")
-@click.option("--port", default=6443, show_default=True, type=click.IntRange(0, 65535), help="API server port.")
+@click.option("--port", default=6443, show_default=True, type=click.IntRange(0, 65535),
+              help="API server port (0 picks a free one).")
+@click.option("--detach", "-d", is_flag=True,
+              help="Start in the background, return once the API answers /readyz (stop it with `minik down`).")
+@click.option("--disable", "disabled", multiple=True, metavar="COMPONENT", callback=_components,
+              help=f"Do not start a component: {', '.join(COMPONENTS)} (repeat, or separate with commas). These "
+                   "components arrive with their own issues; the choice is recorded until then.")
+@click.option("--update-kubeconfig", is_flag=True,
+              help="Also merge a context named after the cluster into $KUBECONFIG or ~/.kube/config (made current "
+                   "only if none is).")
 @click.option("--sync", "synchronous", type=click.Choice(["FULL", "NORMAL"], case_sensitive=False), default="FULL",
               show_default=True, help="Durability: FULL survives power loss, NORMAL only a process crash.")
 @click.option("--log-level", default="info", show_default=True, help="Log level for the JSON log.")
 @click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Where the JSON log goes [default: DATA_DIR/minik.log; '-' for stderr].")
-def up(name: str, data_dir: Path | None, bind: str, port: int, synchronous: str, log_level: str,
+@click.pass_context
+def up(ctx: click.Context, name: str, data_dir: Path | None, bind: str, port: int, detach: bool,
+       disabled: frozenset[str], update_kubeconfig: bool, synchronous: str, log_level: str,
        log_file: Path | None) -> None:
-    """Start a cluster in the foreground (Ctrl-C stops it; the state is kept)."""
+    """Start a cluster: in the foreground until Ctrl-C or SIGTERM, or in the background with --detach.
+
+    It always writes DATA_DIR/kubeconfig, so `kubectl --kubeconfig DATA_DIR/kubeconfig get ns` works at once, and
+    `minik get ...` finds the cluster named minik by itself. Stopping keeps every object: the next `minik up` on
+    the same data directory carries on.
+    """
     data = data_dir or default_data_dir(name)
-    if str(log_file) == "-":
-        logging_setup.configure(log_level, stream=sys.stderr)
-    else:
-        logging_setup.configure(log_level, path=log_file or data / "minik.log")
-    settings = ClusterSettings(data_dir=data, name=name, bind=bind, port=port, synchronous=synchronous.upper())
-    run(_run(settings))
+    instance = Instance(data)
+    running = instance.running()
+    if running is not None:
+        where = f" at {running.url}" if running.url else ""
+        raise fail(f"cluster {name!r} is already running (PID {running.pid}{where}); stop it with: "
+                   f"minik down{_selector_args(name, data)}")
+    if detach:
+        _detach(ctx, name, instance)
+        return
+    try:
+        instance.acquire()
+    except AlreadyRunning as exc:
+        raise fail(f"cluster {name!r} is already running (PID {exc.pid})") from None
+    try:
+        if str(log_file) == "-":
+            logging_setup.configure(log_level, stream=sys.stderr)
+        else:
+            logging_setup.configure(log_level, path=log_file or data / "minik.log")
+        settings = ClusterSettings(data_dir=data, name=name, bind=bind, port=port, synchronous=synchronous.upper(),
+                                   disabled=disabled)
+        run(_serve(settings, instance, update_kubeconfig))
+    finally:
+        instance.release()
+
+
+def _cluster_options(f: Any) -> Any:
+    f = click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+                     help="The cluster's state directory [default: ~/.minik/NAME].")(f)
+    f = click.option("--name", default="minik", show_default=True, help="Cluster name.")(f)
+    return f
+
+
+@click.command()
+@_cluster_options
+@click.option("--timeout", default=WAIT_SECONDS, show_default=True, type=click.FloatRange(min=0),
+              help="Seconds to wait for a clean exit.")
+def down(name: str, data_dir: Path | None, timeout: float) -> None:
+    """Stop a running cluster (SIGTERM, then wait for its clean exit); its state is kept."""
+    instance = Instance(data_dir or default_data_dir(name))
+    state = instance.running()
+    if state is None:
+        click.echo(f"minik: cluster {name!r} is not running", err=True)
+        return
+    if state.pid <= 0:
+        raise fail(f"cluster {name!r} is starting up; try again in a moment")
+    click.echo(f"minik: stopping cluster {name!r} (PID {state.pid})")
+    try:
+        os.kill(state.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    deadline = time.monotonic() + timeout
+    while instance.locked_pid() is not None:
+        if time.monotonic() > deadline:
+            raise fail(f"cluster {name!r} (PID {state.pid}) did not stop within {timeout:g}s")
+        time.sleep(0.05)
+    click.echo(f"minik: stopped; state kept in {instance.data_dir}")
+
+
+async def _object_counts(url: str) -> str:
+    from minik.client import Client
+
+    counts = []
+    async with Client.http(url, timeout_seconds=2) as client:
+        for plural in ("namespaces", "nodes", "pods", "deployments", "services"):
+            page = await client.list(plural, limit=1)
+            meta = page.get("metadata") or {}
+            counts.append(f"{len(page.get('items') or []) + int(meta.get('remainingItemCount') or 0)} {plural}")
+    return ", ".join(counts)
+
+
+@click.command()
+@_cluster_options
+def status(name: str, data_dir: Path | None) -> None:
+    """Say whether a cluster is running: its PID, API URL, uptime and object counts. Exit code 3 when it is not
+    running (as LSB status commands)."""
+    instance = Instance(data_dir or default_data_dir(name))
+    state = instance.running()
+    if state is None:
+        click.echo(f"minik: cluster {name!r} is not running (data in {instance.data_dir})")
+        raise click.exceptions.Exit(3)
+    started = parse_time(state.started_at)
+    uptime = human_duration((datetime.now(timezone.utc) - started).total_seconds()) if started else "?"
+    click.echo(f"minik: cluster {name!r} is running (PID {state.pid}, up {uptime})")
+    rows = [["  API:", state.url or "(starting)"], ["  kubeconfig:", state.kubeconfig or "-"],
+            ["  data:", str(instance.data_dir)]]
+    if state.disabled:
+        rows.append(["  disabled:", ", ".join(state.disabled)])
+    if state.url:
+        try:
+            rows.append(["  objects:", asyncio.run(_object_counts(state.url))])
+        except Exception:  # noqa: BLE001 - counts are a nicety; a busy or odd server must not fail status
+            pass
+    for line in align(rows, minwidth=0, padding=1):
+        click.echo(line)
+
+
+@click.command("kubeconfig")
+@_cluster_options
+def kubeconfig_path(name: str, data_dir: Path | None) -> None:
+    """Print the path of the cluster's kubeconfig (for kubectl --kubeconfig or KUBECONFIG=...)."""
+    path = Instance(data_dir or default_data_dir(name)).kubeconfig_path
+    if not path.exists():
+        raise fail(f"cluster {name!r} has no kubeconfig yet ({path}); start it with: minik up")
+    click.echo(str(path))

@@ -1,0 +1,439 @@
+"""Managed fields and server-side apply, as Kubernetes' field manager does them.
+
+Every write names a field manager (``?fieldManager=``, or the User-Agent up to its first ``/``), and the object's
+``metadata.managedFields`` records, per manager and operation, the fields it owns:
+
+- a create, update or non-apply patch (``FieldManager``) is an ``Update``: the manager takes the fields it
+  changed from whoever owned them, and removed fields leave every owner;
+- an apply (``Applier``, ``application/apply-patch+yaml``) is an ``Apply``: the configuration is merged into the
+  object (keyed lists item by item), the applier owns exactly the fields of its configuration, fields it applied
+  before and no longer applies are removed unless someone else owns them, and changing a field another manager
+  owns is a 409 conflict unless ``force=true`` (which takes the field over). Apply creates a missing object.
+
+``kubectl apply --server-side`` (manager ``kubectl``) may take over fields that ``kubectl apply`` (client-side)
+recorded in the last-applied-configuration annotation, and keeps that annotation up to date, as Kubernetes does
+so that client-side apply can be upgraded to server-side apply without conflicts.
+"""
+
+from __future__ import annotations
+
+import copy
+import unicodedata
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from minik.api import fielderrors, patchmeta
+from minik.api.errors import Cause, StatusError, bad_request, invalid
+from minik.api.registry import ResourceType
+from minik.apiserver import fieldpath
+from minik.apiserver.fieldpath import FieldSet, Path
+from minik.apiserver.request import ApiRequest, User
+from minik.apiserver.rest import now_rfc3339
+
+if TYPE_CHECKING:
+    from minik.apiserver.rest import ResourceRest
+    from minik.store import Record
+
+Obj = dict[str, Any]
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+#: the manager whose applies may take over what client-side apply recorded in the last-applied annotation
+KUBECTL_APPLY = "kubectl"
+BEFORE_FIRST_APPLY = "before-first-apply"
+ANCIENT_CHANGES = "ancient-changes"
+MAX_UPDATE_MANAGERS = 10
+MAX_MANAGER_LENGTH = 128
+
+#: fields nobody owns: identity and what the server sets
+_BOOLS = {"true": True, "True": True, "TRUE": True, "t": True, "T": True, "1": True,
+          "false": False, "False": False, "FALSE": False, "f": False, "F": False, "0": False}
+
+_STRIPPED: FieldSet = {("f:apiVersion",), ("f:kind",), ("f:metadata",)} | {
+    ("f:metadata", "f:" + name) for name in ("name", "namespace", "creationTimestamp", "selfLink", "uid",
+                                             "clusterName", "generation", "managedFields", "resourceVersion")}
+
+
+# -- the manager of a request -------------------------------------------------------------------------------
+def manager_name(request: ApiRequest) -> str:
+    """``?fieldManager=``, else the User-Agent's product (``kubectl/v1.32.4 (linux/amd64)`` -> ``kubectl``)."""
+    given = request.query.get("fieldManager")
+    if given:
+        return given
+    agent = next((v for k, v in request.headers.items() if k.lower() == "user-agent"), "")
+    product = "".join(c for c in agent.split("/", 1)[0] if c.isprintable())
+    return product.encode()[:MAX_MANAGER_LENGTH].decode(errors="ignore")
+
+
+def _check_options(request: ApiRequest, options_kind: str, apply: bool) -> None:
+    """Kubernetes' Create/Update/PatchOptions validation of fieldManager and force (422 Invalid)."""
+    causes: list[Cause] = []
+    manager = request.query.get("fieldManager", "")
+    if len(manager.encode()) > MAX_MANAGER_LENGTH:
+        causes.append(Cause("fieldManager", "FieldValueTooLong",
+                            f"Too long: may not be more than {MAX_MANAGER_LENGTH} bytes"))
+    for position, char in enumerate(manager):
+        if not char.isprintable():
+            causes.append(fielderrors.invalid("fieldManager", manager, f"invalid character U+{ord(char):04X} "
+                                              f"{unicodedata.name(char, '')!r} (at position {position})"))
+    if options_kind == "PatchOptions":
+        if apply and not manager:
+            causes.append(fielderrors.required("fieldManager", "is required for apply patch"))
+        if not apply and "force" in request.query:
+            causes.append(fielderrors.forbidden("force", "may not be specified for non-apply patch"))
+    if causes:
+        raise invalid(options_kind, "meta.k8s.io", "", causes)
+
+
+# -- managedFields ------------------------------------------------------------------------------------------
+@dataclass(frozen=True, order=True)
+class ManagerKey:
+    """One entry of managedFields is one (manager, operation, apiVersion, subresource)."""
+
+    manager: str
+    operation: str
+    api_version: str
+    subresource: str = ""
+
+    def describe(self) -> str:
+        """How conflicts name the manager: ``"kubectl-client-side-apply" using apps/v1``."""
+        text = orjson.dumps(self.manager).decode()
+        if self.subresource:
+            text += f' with subresource "{self.subresource}"'
+        if self.operation == "Update":
+            text += f" using {self.api_version}"
+        return text
+
+
+@dataclass
+class Entry:
+    fields: FieldSet
+    time: str | None
+
+
+class Managed:
+    """The managedFields of an object, decoded."""
+
+    def __init__(self, entries: dict[ManagerKey, Entry] | None = None) -> None:
+        self.entries = entries or {}
+
+    @classmethod
+    def of(cls, obj: Obj) -> "Managed | None":
+        """The object's managedFields; None when there are none or they cannot be read."""
+        raw = obj.get("metadata", {}).get("managedFields")
+        if not raw or not isinstance(raw, list):
+            return None
+        entries: dict[ManagerKey, Entry] = {}
+        try:
+            for item in raw:
+                key = ManagerKey(item["manager"], item["operation"], item.get("apiVersion", ""),
+                                 item.get("subresource", ""))
+                if key.operation not in ("Apply", "Update") or item.get("fieldsType", "FieldsV1") != "FieldsV1":
+                    return None
+                entries[key] = Entry(fieldpath.decode(item.get("fieldsV1") or {}), item.get("time"))
+        except (KeyError, TypeError, ValueError):
+            return None
+        return cls(entries)
+
+    def lose(self, paths: FieldSet, keep: ManagerKey | None = None) -> None:
+        """Every manager but ``keep`` gives up ``paths``; managers left with nothing are dropped."""
+        if not paths:
+            return
+        for key in list(self.entries):
+            if key != keep:
+                self.entries[key].fields -= paths
+                if not self.entries[key].fields:
+                    del self.entries[key]
+
+    def cap_updates(self) -> None:
+        """At most MAX_UPDATE_MANAGERS Update entries: the oldest merge into one "ancient-changes" entry."""
+        updates = sorted((e.time or "", k) for k, e in self.entries.items() if k.operation == "Update")
+        if len(updates) <= MAX_UPDATE_MANAGERS:
+            return
+        oldest = [k for _, k in updates[:len(updates) - MAX_UPDATE_MANAGERS + 1]]
+        bucket = ManagerKey(ANCIENT_CHANGES, "Update", oldest[-1].api_version)
+        merged = Entry(set(), self.entries[oldest[-1]].time)
+        for key in oldest:
+            merged.fields |= self.entries.pop(key).fields
+        if bucket in self.entries:
+            merged.fields |= self.entries[bucket].fields
+        self.entries[bucket] = merged
+
+    def write(self, obj: Obj) -> None:
+        """Store the entries in ``obj``'s metadata, ordered as Kubernetes orders them."""
+        meta = obj.setdefault("metadata", {})
+        order = sorted(self.entries.items(), key=lambda kv: (kv[0].operation, kv[1].time or "", kv[0].manager,
+                                                              kv[0].api_version, kv[0].subresource))
+        out = []
+        for key, entry in order:
+            record: Obj = {"manager": key.manager, "operation": key.operation, "apiVersion": key.api_version}
+            if entry.time:
+                record["time"] = entry.time
+            record["fieldsType"] = "FieldsV1"
+            record["fieldsV1"] = fieldpath.encode(entry.fields)
+            if key.subresource:
+                record["subresource"] = key.subresource
+            out.append(record)
+        if out:
+            meta["managedFields"] = out
+        else:
+            meta.pop("managedFields", None)
+
+
+def _without_managed_fields(obj: Obj) -> Obj:
+    out = dict(obj)
+    meta = dict(out.get("metadata") or {})
+    meta.pop("managedFields", None)
+    out["metadata"] = meta
+    return out
+
+
+def zero_object(resource: ResourceType) -> Obj:
+    """The object as Kubernetes' Go types write an empty one: the structs that are never omitted are there, so
+    creating an object does not count them as added."""
+    obj: Obj = {"metadata": {}}
+    fields = patchmeta.KINDS.get(resource.kind, {})
+    if "spec" in fields:
+        obj["spec"] = _zero_struct(fields["spec"].type)
+        obj["spec"].update(copy.deepcopy(_ZERO_SPEC_EXTRA.get(resource.kind, {})))
+    if "status" in fields:
+        obj["status"] = {}
+    return obj
+
+
+_ZERO_SPEC_EXTRA: dict[str, Obj] = {"Deployment": {"strategy": {}}, "DaemonSet": {"updateStrategy": {}},
+                                    "StatefulSet": {"updateStrategy": {}}, "ReplicationController": {}}
+
+
+def _zero_struct(type_name: str | None) -> Obj:
+    if type_name == "PodSpec":
+        return {"containers": None}
+    if type_name == "PodTemplateSpec":
+        return {"metadata": {}, "spec": _zero_struct("PodSpec")}
+    if type_name in ("WorkloadSpec", "JobSpec"):
+        return {"template": _zero_struct("PodTemplateSpec")}
+    if type_name == "CronJobSpec":
+        return {"jobTemplate": {"metadata": {}, "spec": _zero_struct("JobSpec")}}
+    return {}
+
+
+# -- Update -------------------------------------------------------------------------------------------------
+class FieldManager:
+    """Records a create, update or patch as an ``Update`` by one manager. ResourceRest calls ``created`` and
+    ``updated`` with the object about to be stored (defaults filled in)."""
+
+    operation = "Update"
+
+    def __init__(self, resource: ResourceType, manager: str, subresource: str | None = None) -> None:
+        self.resource = resource
+        self.manager = manager
+        self.subresource = subresource or ""
+        self.shape = fieldpath.kind_shape(resource.kind)
+        self.key = ManagerKey(manager, self.operation, resource.api_version, self.subresource)
+
+    @classmethod
+    def for_request(cls, resource: ResourceType, request: ApiRequest, verb: str,
+                    subresource: str | None) -> "FieldManager | None":
+        """The manager of a create, update or non-apply patch; None when the request names none."""
+        _check_options(request, {"create": "CreateOptions", "update": "UpdateOptions"}.get(verb, "PatchOptions"),
+                       apply=False)
+        name = manager_name(request)
+        return cls(resource, name, subresource) if name else None
+
+    def relevant(self, path: Path) -> bool:
+        """Whether this write can own ``path``: the status subresource owns status only, and for kinds with a
+        status subresource the main resource owns everything but status."""
+        if self.subresource == "status":
+            return path[0] == "f:status"
+        return not (path[0] == "f:status" and self.resource.strategy.has_status)
+
+    def _changes(self, old: Obj, new: Obj) -> tuple[FieldSet, FieldSet]:
+        """(changed, removed) from ``old`` to ``new``, among the fields this write can own."""
+        diff = fieldpath.compare(_without_managed_fields(old), _without_managed_fields(new), self.shape)
+        changed = {p for p in diff.changed if self.relevant(p)} - _STRIPPED
+        removed = {p for p in diff.removed if self.relevant(p)}
+        return changed, removed
+
+    def created(self, obj: Obj) -> None:
+        self._record(Managed(), zero_object(self.resource), obj)
+
+    def updated(self, new: Obj, current: Obj) -> None:
+        given = Managed.of(new) if not self.subresource else None
+        self._record(given or Managed.of(current) or Managed(), current, new)
+
+    def _record(self, managed: Managed, old: Obj, new: Obj) -> None:
+        self.take(managed, old, new)
+        managed.cap_updates()
+        managed.write(new)
+
+    def take(self, managed: Managed, old: Obj, new: Obj) -> None:
+        """The change from ``old`` to ``new`` as this manager's Update: it takes the fields it changed."""
+        changed, removed = self._changes(old, new)
+        managed.lose(changed | removed)
+        if changed:
+            entry = managed.entries.setdefault(self.key, Entry(set(), None))
+            entry.fields |= changed
+            entry.time = now_rfc3339()
+
+
+# -- Apply --------------------------------------------------------------------------------------------------
+class Applier(FieldManager):
+    """One apply request: call it with the current object to get the applied one (the patch function of
+    ResourceRest.patch), or ``run`` it to also create the object when it is missing."""
+
+    operation = "Apply"
+
+    def __init__(self, resource: ResourceType, manager: str, config: Obj, force: bool,
+                 subresource: str | None = None) -> None:
+        super().__init__(resource, manager, subresource)
+        self.config = config
+        self.force = force
+        self._created: Obj | None = None
+
+    @classmethod
+    def for_apply(cls, resource: ResourceType, request: ApiRequest, subresource: str | None,
+                  config: Any) -> "Applier":
+        _check_options(request, "PatchOptions", apply=True)
+        force = request.query.get("force", "false")
+        if force not in _BOOLS:
+            raise bad_request(f'force: invalid value "{force}": must be true or false')
+        if not isinstance(config, dict):
+            raise bad_request("the applied configuration must be an object")
+        api_version, kind = config.get("apiVersion"), config.get("kind")
+        if api_version != resource.api_version or kind != resource.kind:
+            raise bad_request(f"the API version in the data ({api_version or ''}) and kind ({kind or ''}) do not "
+                              f"match the expected {resource.api_version} {resource.kind}")
+        meta = config.get("metadata")
+        if meta is not None and not isinstance(meta, dict):
+            raise bad_request("metadata must be an object")
+        if (meta or {}).get("managedFields") is not None:
+            raise bad_request("metadata.managedFields must be nil")
+        return cls(resource, request.query["fieldManager"], config, _BOOLS[force], subresource)
+
+    async def run(self, rest: "ResourceRest", namespace: str | None, name: str, user: User, dry_run: bool
+                  ) -> tuple["Record | Obj", int]:
+        """Apply to the object, or create it from the configuration when there is none: (result, HTTP status)."""
+        for _attempt in range(3):
+            try:
+                return await rest.patch(namespace, name, self, user, self.subresource or None, dry_run,
+                                        fields=self), 200
+            except StatusError as exc:
+                if exc.code != 404 or self.subresource or rest.store.get(rest.resource.key(namespace, name)):
+                    raise
+            new = self(self._empty(namespace, name))
+            try:
+                return await rest.create(new, namespace, user, dry_run, fields=self), 201
+            except StatusError as exc:
+                if exc.reason != "AlreadyExists":
+                    raise
+        raise StatusError(409, "Conflict", f'{rest.resource.group_resource} "{name}" was created and deleted '
+                          "while it was applied; try again")
+
+    def _empty(self, namespace: str | None, name: str) -> Obj:
+        """What apply starts from when the object does not exist."""
+        obj = zero_object(self.resource)
+        obj.update({"apiVersion": self.resource.api_version, "kind": self.resource.kind})
+        obj["metadata"] = {"name": name, **({"namespace": namespace} if self.resource.namespaced else {})}
+        return obj
+
+    def created(self, obj: Obj) -> None:
+        """A create through apply keeps what the apply recorded."""
+        assert self._created is not None
+        obj["metadata"]["managedFields"] = copy.deepcopy(self._created)
+
+    def updated(self, new: Obj, current: Obj) -> None:
+        """The apply has recorded its fields already."""
+
+    def __call__(self, current: Obj) -> Obj:
+        live = _without_managed_fields(current)
+        managed = Managed.of(current) or Managed()
+        if not managed.entries and live["metadata"].get("uid"):
+            # an object nobody has tracked yet: what is there belongs to a manager of its own
+            FieldManager(self.resource, BEFORE_FIRST_APPLY, self.subresource).take(
+                managed, zero_object(self.resource), live)
+        applied = {p for p in fieldpath.field_set(self.config, self.shape) if self.relevant(p)}
+        previous = managed.entries.get(self.key)
+        managed.entries[self.key] = Entry(applied, previous.time if previous else None)
+        merged = fieldpath.merge(live, self.config, self.shape)
+        if previous is not None:
+            merged = self._prune(merged, managed, previous.fields)
+        changed, removed = self._changes(live, merged)
+        self._check_conflicts(managed, changed, live)
+        managed.lose(changed | removed, keep=self.key)
+        entry = managed.entries[self.key]
+        entry.fields = applied - _STRIPPED
+        if not entry.fields:
+            del managed.entries[self.key]
+        elif merged != live or previous is None:
+            entry.time = now_rfc3339()
+        self._update_last_applied(merged, live)
+        managed.write(merged)
+        self._created = merged["metadata"].get("managedFields")
+        return merged
+
+    def _prune(self, merged: Obj, managed: Managed, previous: FieldSet) -> Obj:
+        """Remove what this manager applied before and applies no more, unless another manager owns it."""
+        shape, named = self.shape, fieldpath.with_named_parents
+        last = named(previous)
+        owned = named(set().union(*(e.fields for e in managed.entries.values())))
+        everything = named(fieldpath.field_set(merged, shape))
+        pruned = fieldpath.remove(merged, last, shape)
+        kept = fieldpath.remove(merged, everything - (named(fieldpath.field_set(pruned, shape)) | owned), shape)
+        return fieldpath.remove(merged, (everything - named(fieldpath.field_set(kept, shape))) & last, shape)
+
+    def _check_conflicts(self, managed: Managed, changed: FieldSet, live: Obj) -> None:
+        conflicts = sorted((key, path) for key, entry in managed.entries.items() if key != self.key
+                           for path in entry.fields & changed)
+        if not conflicts or self.force:
+            return
+        if self.manager == KUBECTL_APPLY and not self.subresource:
+            # upgrading from client-side apply: what the last-applied annotation holds may be taken over
+            allowed = self._last_applied_fields(live)
+            if all(path in allowed for _, path in conflicts):
+                return
+        raise conflict_error(conflicts)
+
+    def _last_applied_fields(self, live: Obj) -> FieldSet:
+        text = (live.get("metadata", {}).get("annotations") or {}).get(LAST_APPLIED)
+        try:
+            last_applied = orjson.loads(text) if text else None
+        except orjson.JSONDecodeError:
+            return set()
+        return fieldpath.field_set(last_applied, self.shape) if isinstance(last_applied, dict) else set()
+
+    def _update_last_applied(self, merged: Obj, live: Obj) -> None:
+        """Server-side apply by kubectl keeps an existing last-applied annotation equal to what it applied."""
+        if self.manager != KUBECTL_APPLY or self.subresource:
+            return
+        if not (live.get("metadata", {}).get("annotations") or {}).get(LAST_APPLIED):
+            return
+        config = copy.deepcopy(self.config)
+        annotations = (config.get("metadata") or {}).get("annotations")
+        if isinstance(annotations, dict):
+            annotations.pop(LAST_APPLIED, None)
+            if not annotations:
+                del config["metadata"]["annotations"]
+        merged["metadata"].setdefault("annotations", {})[LAST_APPLIED] = \
+            orjson.dumps(config, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def conflict_error(conflicts: list[tuple[ManagerKey, Path]]) -> StatusError:
+    """409 Conflict with one FieldManagerConflict cause per field, worded as Kubernetes words it."""
+    causes = [{"reason": "FieldManagerConflict", "message": f"conflict with {key.describe()}",
+               "field": fieldpath.path_string(path)} for key, path in conflicts]
+    if len(conflicts) == 1:
+        key, path = conflicts[0]
+        message = f"Apply failed with 1 conflict: conflict with {key.describe()}: {fieldpath.path_string(path)}"
+    else:
+        lines: list[str] = []
+        by_manager: dict[ManagerKey, list[Path]] = {}
+        for key, path in conflicts:
+            by_manager.setdefault(key, []).append(path)
+        for key, paths in by_manager.items():
+            lines.append(f"conflicts with {key.describe()}:")
+            lines.extend(f"- {fieldpath.path_string(p)}" for p in paths)
+        message = f"Apply failed with {len(conflicts)} conflicts: " + "\n".join(lines)
+    return StatusError(409, "Conflict", message, {"causes": causes})
+
+

@@ -1,0 +1,214 @@
+"""Field validation of written objects (the ``fieldValidation`` query parameter of create, update and patch).
+
+As Kubernetes decodes a body into its Go types, fields the type does not have are dropped, whatever the
+directive; the directive only says what the client hears about them (and about fields given twice):
+
+- ``Strict``: 400 BadRequest listing every unknown and duplicate field (``strict decoding error: unknown field
+  "spec.containers[0].imagee"``);
+- ``Warn`` (the default, as in Kubernetes 1.27+): the write succeeds with a ``299 - "..."`` warning per field
+  (comma-separated in one ``Warning`` header, which clients split as RFC 7234 allows);
+- ``Ignore``: silently.
+
+The known fields come from minik/api/schema.json. Free-form values (labels, annotations, ConfigMap data, managed
+fields' ``fieldsV1``, int-or-string ports) are never looked into.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import yaml
+
+from minik.api import schema
+from minik.api.errors import Cause, bad_request, invalid
+from minik.api.registry import ResourceType
+from minik.apiserver import codec
+
+Obj = dict[str, Any]
+
+STRICT, WARN, IGNORE = "Strict", "Warn", "Ignore"
+_DIRECTIVES = (IGNORE, STRICT, WARN)
+
+
+def directive(query: Mapping[str, str], options_kind: str) -> str:
+    """The request's directive; 422 for an unknown one, as Kubernetes validates Create/Update/PatchOptions."""
+    value = query.get("fieldValidation") or WARN
+    if value not in _DIRECTIVES:
+        supported = ", ".join(f'"{d}"' for d in ("",) + _DIRECTIVES)
+        raise invalid(options_kind, "meta.k8s.io", "", [Cause(
+            "fieldValidation", "FieldValueNotSupported",
+            f'Unsupported value: "{value}": supported values: {supported}')])
+    return value
+
+
+class FieldValidation:
+    """The check for one write request. ``object`` checks a decoded body, ``patcher`` wraps a patch function so the
+    patched result is checked; ``headers`` are the Warning headers to send with the response."""
+
+    def __init__(self, resource: ResourceType, query: Mapping[str, str], verb: str) -> None:
+        options_kind = {"create": "CreateOptions", "update": "UpdateOptions"}.get(verb, "PatchOptions")
+        self.directive = directive(query, options_kind)
+        self.resource = resource
+        self.patch = verb == "patch"
+        self.warnings: list[str] = []
+        self.type_name = schema.load().type_of_kind(resource.api_version, resource.kind)
+
+    def object(self, obj: Obj, body: bytes = b"", content_type: str | None = None) -> Obj:
+        """Drop the unknown fields of a decoded body (in place) and report them, with the body's duplicates."""
+        return self._check(obj, self._duplicates(body, content_type))
+
+    def patcher(self, apply: Callable[[Obj], Obj], body: bytes = b"", content_type: str | None = None
+                ) -> Callable[[Obj], Obj]:
+        """``apply`` followed by the check of its result; fields given twice in a merge patch count too."""
+        duplicates = [] if codec.media_type(content_type) == codec.JSON_PATCH else \
+            self._duplicates(body, content_type)
+
+        def patched(current: Obj) -> Obj:
+            result = apply(current)
+            return self._check(result, duplicates) if isinstance(result, dict) else result
+
+        return patched
+
+    def _duplicates(self, body: bytes, content_type: str | None) -> list[str]:
+        if self.directive == IGNORE or self.type_name is None or not body:
+            return []
+        return duplicate_fields(body, content_type)
+
+    def _check(self, obj: Obj, duplicates: list[str]) -> Obj:
+        if self.type_name is None or obj.get("kind", self.resource.kind) != self.resource.kind:
+            return obj
+        unknown = prune(obj, self.type_name)
+        if self.directive != IGNORE:
+            self._report([f'duplicate field "{path}"' for path in duplicates] +
+                         [f'unknown field "{path}"' for path in unknown])
+        return obj
+
+    def _report(self, problems: list[str]) -> None:
+        if not problems:
+            return
+        if self.directive == STRICT:
+            message = "strict decoding error: " + ", ".join(problems)
+            if not self.patch:
+                kind, version = self.resource.kind, self.resource.version
+                message = f'{kind} in version "{version}" cannot be handled as a {kind}: {message}'
+            raise bad_request(message)
+        for problem in problems:
+            if problem not in self.warnings:
+                self.warnings.append(problem)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """One ``Warning`` header holding every warning (RFC 7234 allows a comma-separated list)."""
+        if not self.warnings:
+            return {}
+        return {"Warning": ", ".join(warning_value(w) for w in self.warnings)}
+
+
+def warning_value(text: str) -> str:
+    """``299 - "text"`` with the text quoted as RFC 7234 wants it (Kubernetes' warning header format)."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return f'299 - "{escaped}"'
+
+
+# -- unknown fields -------------------------------------------------------------------------------------------
+def prune(obj: Obj, type_name: str) -> list[str]:
+    """Remove (in place) every field of ``obj`` that its type does not have; the paths removed, in order."""
+    removed: list[str] = []
+    _prune_object(obj, type_name, "", removed, schema.load())
+    return removed
+
+
+def _prune_object(obj: Obj, type_name: str, path: str, removed: list[str], s: schema.Schema) -> None:
+    fields = s.fields(type_name)
+    for key in list(obj):
+        if key not in fields:
+            removed.append(f"{path}{key}")
+            del obj[key]
+            continue
+        walk = fields[key]
+        if walk is not None:
+            _prune_value(obj[key], walk, f"{path}{key}", removed, s)
+
+
+def _prune_value(value: Any, walk: tuple[str, Any], path: str, removed: list[str], s: schema.Schema) -> None:
+    how, inner = walk
+    if how == "@":
+        if isinstance(value, dict):
+            _prune_object(value, inner, path + ".", removed, s)
+    elif how == "[]":
+        if isinstance(value, list):
+            for i, item in enumerate(value):
+                _prune_value(item, inner, f"{path}[{i}]", removed, s)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _prune_value(item, inner, f"{path}[{key}]", removed, s)
+
+
+# -- duplicate fields -----------------------------------------------------------------------------------------
+class _Pairs(dict):  # type: ignore[type-arg]
+    """A decoded JSON object that remembers which keys it saw more than once."""
+
+    duplicates: list[str]
+
+
+def _pairs_hook(found: list[_Pairs]) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        result = dict(items)
+        if len(result) == len(items):
+            return result
+        marked = _Pairs(result)
+        seen: set[str] = set()
+        marked.duplicates = []
+        for key, _value in items:
+            if key in seen and key not in marked.duplicates:
+                marked.duplicates.append(key)
+            seen.add(key)
+        found.append(marked)
+        return marked
+
+    return pairs
+
+
+def duplicate_fields(body: bytes, content_type: str | None) -> list[str]:
+    """The paths of fields given more than once in a JSON or YAML body (both decoders keep the last)."""
+    kind = codec.media_type(content_type)
+    try:
+        if kind in ("application/yaml", "application/x-yaml", "text/yaml", codec.APPLY_PATCH):
+            return _yaml_duplicates(yaml.compose(body.decode("utf-8"), Loader=yaml.SafeLoader), "")
+        found: list[_Pairs] = []
+        decoded = json.loads(body, object_pairs_hook=_pairs_hook(found))
+        return _json_duplicates(decoded, "") if found else []
+    except (ValueError, yaml.YAMLError, RecursionError):
+        return []  # the body already decoded once; a second reader that disagrees reports nothing
+
+
+def _json_duplicates(value: Any, path: str) -> list[str]:
+    found: list[str] = []
+    if isinstance(value, dict):
+        prefix = f"{path}." if path else ""
+        found.extend(prefix + key for key in getattr(value, "duplicates", ()))
+        for key, item in value.items():
+            found.extend(_json_duplicates(item, prefix + key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found.extend(_json_duplicates(item, f"{path}[{i}]"))
+    return found
+
+
+def _yaml_duplicates(node: Any, path: str) -> list[str]:
+    found: list[str] = []
+    if isinstance(node, yaml.MappingNode):
+        prefix = f"{path}." if path else ""
+        seen: set[str] = set()
+        for key_node, value_node in node.value:
+            key = str(key_node.value)
+            if key in seen and prefix + key not in found:
+                found.append(prefix + key)
+            seen.add(key)
+            found.extend(_yaml_duplicates(value_node, prefix + key))
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            found.extend(_yaml_duplicates(item, f"{path}[{i}]"))
+    return found

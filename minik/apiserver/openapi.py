@@ -1,0 +1,248 @@
+"""OpenAPI v3 documents (``/openapi/v3`` and ``/openapi/v3/<group-version>``), built lazily from the registry and
+minik/api/schema.json.
+
+kubectl reads them to decide whether the server validates fields itself (a PATCH operation tagged with the kind's
+``x-kubernetes-group-version-kind`` that lists a ``fieldValidation`` parameter: then ``create``/``apply`` send
+``fieldValidation=Strict`` instead of validating client-side against ``/openapi/v2``), and ``kubectl explain``
+walks ``components.schemas``. ``/openapi/v2`` (protobuf only) is not served.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import orjson
+
+from minik.api import schema
+from minik.api.errors import StatusError
+from minik.api.registry import Registry, ResourceType
+from minik.apiserver.discovery import KUBERNETES_MAJOR, KUBERNETES_MINOR, served_subresources
+from minik.apiserver.request import ApiResponse
+
+Obj = dict[str, Any]
+
+ROOT = "/openapi/v3"
+_META = "io.k8s.apimachinery.pkg.apis.meta.v1"
+INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
+_COMMON = [f"{_META}.Status", f"{_META}.DeleteOptions"]
+BINDING = "io.k8s.api.core.v1.Binding"
+
+# PATCH request bodies list the patch types minik applies, except strategic merge patch: kubectl computes a
+# strategic patch from OpenAPI v3 when it is listed there, and these schemas carry no patch merge keys, so kubectl
+# would send lists whole. Without it kubectl uses the merge keys compiled into it, as it does for any server
+# without OpenAPI v2.
+_PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml")
+
+
+def _query(name: str, description: str, type_: str = "string") -> Obj:
+    return {"name": name, "in": "query", "description": description, "schema": {"type": type_, "uniqueItems": True}}
+
+
+_DRY_RUN = _query("dryRun", "When present, indicates that modifications should not be persisted. Valid values: All.")
+_FIELD_MANAGER = _query("fieldManager", "fieldManager is a name associated with the actor or entity that is making "
+                        "these changes.")
+_FIELD_VALIDATION = _query("fieldValidation", "fieldValidation instructs the server on how to handle objects in the "
+                           "request (POST/PUT/PATCH) containing unknown or duplicate fields. Valid values are: "
+                           "Ignore, Warn (the default) and Strict.")
+_WRITE_PARAMS = [_DRY_RUN, _FIELD_MANAGER, _FIELD_VALIDATION]
+_LIST_PARAMS = [
+    _query("allowWatchBookmarks", "allowWatchBookmarks requests watch events with type \"BOOKMARK\".", "boolean"),
+    _query("continue", "The continue option should be set when retrieving more results from the server."),
+    _query("fieldSelector", "A selector to restrict the list of returned objects by their fields."),
+    _query("labelSelector", "A selector to restrict the list of returned objects by their labels."),
+    _query("limit", "limit is a maximum number of responses to return for a list call.", "integer"),
+    _query("resourceVersion", "resourceVersion sets a constraint on what resource versions a request may be served "
+           "from."),
+    _query("resourceVersionMatch", "resourceVersionMatch determines how resourceVersion is applied to list calls."),
+    _query("timeoutSeconds", "Timeout for the list/watch call.", "integer"),
+    _query("watch", "Watch for changes to the described resources and return them as a stream of add, update, and "
+           "remove notifications.", "boolean"),
+]
+
+
+def _ref(name: str) -> Obj:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _json_response(description: str, type_name: str) -> Obj:
+    return {"description": description, "content": {"application/json": {"schema": _ref(type_name)}}}
+
+
+def property_schema(encoded: str, description: str = "") -> Obj:
+    """One field of schema.json as an OpenAPI v3 schema (references wrapped in allOf, as Kubernetes does)."""
+    out: Obj
+    if encoded.startswith("[]"):
+        out = {"type": "array", "items": property_schema(encoded[2:])}
+    elif encoded.startswith("{}"):
+        out = {"type": "object", "additionalProperties": property_schema(encoded[2:])}
+    elif encoded.startswith("@"):
+        out = {"allOf": [_ref(encoded[1:])]} if description else _ref(encoded[1:])
+    elif encoded == "int-or-string":
+        out = {"allOf": [_ref(INT_OR_STRING)]} if description else _ref(INT_OR_STRING)
+    elif encoded == "date-time":
+        out = {"type": "string", "format": "date-time"}
+    elif encoded == "byte":
+        out = {"type": "string", "format": "byte"}
+    elif encoded == "any":
+        out = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    elif encoded == "number":
+        out = {"type": "number", "format": "double"}
+    else:
+        out = {"type": encoded}
+    if description:
+        out["description"] = description
+    return out
+
+
+def type_schema(t: schema.TypeSchema, gvks: list[Obj]) -> Obj:
+    out: Obj = {"description": t.description, "type": "object",
+                "properties": {name: property_schema(p.type, p.description) for name, p in t.properties.items()}}
+    if t.required:
+        out["required"] = list(t.required)
+    if gvks:
+        out["x-kubernetes-group-version-kind"] = gvks
+    return out
+
+
+class OpenApi:
+    """The v3 root and per-group-version documents, rendered once and served as bytes."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self._documents: dict[str, bytes] | None = None
+        self._root: bytes = b""
+
+    def _build(self) -> dict[str, bytes]:
+        if self._documents is None:
+            documents: dict[str, bytes] = {}
+            for group, versions in self.registry.group_versions().items():
+                for version in versions:
+                    path = f"apis/{group}/{version}" if group else f"api/{version}"
+                    documents[path] = orjson.dumps(self.group_version_document(group, version))
+            paths = {path: {"serverRelativeURL": f"{ROOT}/{path}?hash={document_hash(body)}"}
+                     for path, body in documents.items()}
+            self._root = orjson.dumps({"paths": paths})
+            self._documents = documents
+        return self._documents
+
+    def root(self) -> bytes:
+        self._build()
+        return self._root
+
+    def document(self, group_version_path: str) -> bytes | None:
+        """The document of ``api/v1`` or ``apis/GROUP/VERSION``; None when no such group-version is served."""
+        return self._build().get(group_version_path.strip("/"))
+
+    def group_version_document(self, group: str, version: str) -> Obj:
+        s = schema.load()
+        resources = self.registry.in_group_version(group, version)
+        paths: Obj = {}
+        roots: list[str] = list(_COMMON)
+        gvks: dict[str, list[Obj]] = {}
+        for resource in resources:
+            type_name = s.type_of_kind(resource.api_version, resource.kind)
+            list_name = s.type_of_kind(resource.api_version, resource.kind_list)
+            if type_name is None:
+                continue
+            roots.append(type_name)
+            gvks[type_name] = [{"group": group, "kind": resource.kind, "version": version}]
+            if list_name is not None:
+                roots.append(list_name)
+                gvks[list_name] = [{"group": group, "kind": resource.kind_list, "version": version}]
+            paths.update(resource_paths(resource, type_name, list_name or type_name))
+            if "binding" in served_subresources(resource):
+                roots.append(BINDING)
+        schemas = {name: type_schema(s.types[name], gvks.get(name, [])) for name in s.reachable(roots)}
+        schemas[INT_OR_STRING] = {"description": "IntOrString is a type that can hold an int32 or a string.",
+                                  "type": "string", "format": "int-or-string"}
+        title_version = f"v{KUBERNETES_MAJOR}.{KUBERNETES_MINOR}.0"
+        return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": title_version},
+                "paths": paths, "components": {"schemas": dict(sorted(schemas.items()))}}
+
+    def handles(self, path: str) -> bool:
+        return path == ROOT or path.startswith(ROOT + "/")
+
+    def respond(self, path: str) -> ApiResponse:
+        """GET /openapi/v3 or /openapi/v3/<group-version> (the ``hash`` query only serves caches)."""
+        body = self.root() if path == ROOT else self.document(path[len(ROOT) + 1:])
+        if body is None:
+            raise StatusError(404, "NotFound", "the server could not find the requested resource")
+        return ApiResponse.raw(body)
+
+
+def document_hash(body: bytes) -> str:
+    return hashlib.sha512(body).hexdigest().upper()
+
+
+def _operation_id(verb: str, resource: ResourceType, suffix: str = "", namespaced: bool | None = None) -> str:
+    """Kubernetes' operation ids: ``patchCoreV1NamespacedPod``, ``listAppsV1DeploymentForAllNamespaces``."""
+    group = (resource.group.split(".")[0] or "core").capitalize()
+    scoped = resource.namespaced if namespaced is None else namespaced
+    return f"{verb}{group}{resource.version.capitalize()}{'Namespaced' if scoped else ''}{resource.kind}{suffix}"
+
+
+def resource_paths(resource: ResourceType, type_name: str, list_name: str) -> Obj:
+    """The operations on one resource (collection, item and served subresources), each tagged with its kind."""
+    gvk = {"group": resource.group, "version": resource.version, "kind": resource.kind}
+    base = f"/apis/{resource.group}/{resource.version}" if resource.group else f"/api/{resource.version}"
+    namespace_param = {"name": "namespace", "in": "path", "required": True, "description": "object name and auth "
+                       "scope, such as for teams and projects", "schema": {"type": "string", "uniqueItems": True}}
+    name_param = {"name": "name", "in": "path", "required": True, "description": f"name of the {resource.kind}",
+                  "schema": {"type": "string", "uniqueItems": True}}
+    scope = f"{base}/namespaces/{{namespace}}/{resource.plural}" if resource.namespaced \
+        else f"{base}/{resource.plural}"
+    scope_params = [namespace_param] if resource.namespaced else []
+    body = {"content": {"*/*": {"schema": _ref(type_name)}}, "required": True}
+
+    def op(action: str, verb: str, response: Obj, suffix: str = "", namespaced: bool | None = None,
+           **extra: Any) -> Obj:
+        return {"operationId": _operation_id(verb, resource, suffix, namespaced), "x-kubernetes-action": action,
+                "x-kubernetes-group-version-kind": gvk, "responses": response, **extra}
+
+    ok = {"200": _json_response("OK", type_name)}
+    paths: Obj = {
+        scope: {
+            "get": op("list", "list", {"200": _json_response("OK", list_name)}, parameters=_LIST_PARAMS),
+            "post": op("post", "create", {**ok, "201": _json_response("Created", type_name)},
+                       parameters=_WRITE_PARAMS, requestBody=body),
+            "delete": op("deletecollection", "deleteCollection", {"200": _json_response("OK", f"{_META}.Status")},
+                         parameters=_LIST_PARAMS),
+            "parameters": scope_params,
+        },
+        f"{scope}/{{name}}": {
+            "get": op("get", "read", ok),
+            "put": op("put", "replace", ok, parameters=_WRITE_PARAMS, requestBody=body),
+            "patch": op("patch", "patch", ok, parameters=[*_WRITE_PARAMS, _query("force", "Force is going to "
+                        "\"force\" Apply requests.", "boolean")],
+                        requestBody={"content": {t: {"schema": {"type": "object"}} for t in _PATCH_TYPES},
+                                     "required": True}),
+            "delete": op("delete", "delete", ok),
+            "parameters": [name_param, *scope_params],
+        },
+    }
+    if resource.namespaced:
+        paths[f"{base}/{resource.plural}"] = {"get": op("list", "list", {"200": _json_response("OK", list_name)},
+                                                        suffix="ForAllNamespaces", namespaced=False,
+                                                        parameters=_LIST_PARAMS)}
+    for sub in served_subresources(resource):
+        item: Obj = {"parameters": [name_param, *scope_params]}
+        title = sub.capitalize()
+        if sub == "status":
+            item["get"] = op("get", "read", ok, suffix=title)
+            item["put"] = op("put", "replace", ok, suffix=title, parameters=_WRITE_PARAMS, requestBody=body)
+            item["patch"] = op("patch", "patch", ok, suffix=title, parameters=_WRITE_PARAMS,
+                               requestBody={"content": {t: {"schema": {"type": "object"}} for t in _PATCH_TYPES},
+                                            "required": True})
+        elif sub == "finalize":
+            item["put"] = op("put", "replace", ok, suffix=title, parameters=_WRITE_PARAMS, requestBody=body)
+        elif sub == "binding":
+            item["post"] = op("post", "create", {"201": _json_response("Created", BINDING)},
+                              suffix=title, parameters=_WRITE_PARAMS,
+                              requestBody={"content": {"*/*": {"schema": _ref(BINDING)}},
+                                           "required": True})
+            item["post"]["x-kubernetes-group-version-kind"] = {"group": "", "version": "v1", "kind": "Binding"}
+        else:
+            continue
+        paths[f"{scope}/{{name}}/{sub}"] = item
+    return paths

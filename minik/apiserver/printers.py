@@ -1,0 +1,730 @@
+"""What ``kubectl get`` shows for each kind: the column definitions and the cells Kubernetes' printers compute
+(pkg/printers/internalversion), with every column filled (priority 1 marks those only ``-o wide`` shows).
+
+Cells are computed from the stored JSON and tolerate missing or mistyped fields: anything that could be stored
+prints. Kinds without a printer get Name and Age.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from minik.api import schema
+
+Obj = dict[str, Any]
+Cells = list[Any]
+
+META = "io.k8s.apimachinery.pkg.apis.meta.v1"
+CORE = "io.k8s.api.core.v1"
+APPS = "io.k8s.api.apps.v1"
+
+
+# -- column definitions -------------------------------------------------------------------------------------
+Column = tuple[str, str, str, int, str]  # name, type, description, priority, format
+
+
+class Printer:
+    """The columns of one kind and the function that computes a row's cells (and, for pods, row conditions)."""
+
+    def __init__(self, columns: Callable[[], list[Column]],
+                 cells: Callable[[Obj, float], Cells | tuple[Cells, list[Obj]]]) -> None:
+        self._columns = columns
+        self._cells = cells
+
+    @functools.cached_property
+    def _definitions(self) -> list[Obj]:
+        return [{"name": name, "type": type_, "format": format_, "description": description, "priority": priority}
+                for name, type_, description, priority, format_ in self._columns()]
+
+    def columns(self) -> list[Obj]:
+        """The Table's columnDefinitions (built on first use: descriptions come from the API schema)."""
+        return self._definitions
+
+    def cells(self, obj: Obj, now: float) -> tuple[Cells, list[Obj]]:
+        result = self._cells(obj, now)
+        if isinstance(result, tuple):
+            return result
+        return result, []
+
+
+def doc(type_name: str, field: str) -> str:
+    """A field's description from the API schema ('' when the schema does not know it)."""
+    t = schema.load().types.get(type_name)
+    prop = t.properties.get(field) if t is not None else None
+    return prop.description if prop is not None else ""
+
+
+def col(name: str, type_: str = "string", description: str = "", priority: int = 0, format_: str = "") -> Column:
+    return (name, type_, description, priority, format_)
+
+
+def name_col() -> Column:
+    return col("Name", "string", doc(f"{META}.ObjectMeta", "name"), 0, "name")
+
+
+def age_col() -> Column:
+    return col("Age", "string", doc(f"{META}.ObjectMeta", "creationTimestamp"))
+
+
+def _wide_template_cols(spec_type: str) -> list[Column]:
+    return [col("Containers", description="Names of each container in the template.", priority=1),
+            col("Images", description="Images referenced by each container in the template.", priority=1),
+            col("Selector", description=doc(spec_type, "selector"), priority=1)]
+
+
+# -- helpers shared by the printers ---------------------------------------------------------------------------
+def parse_time(value: Any) -> float | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def human_duration(seconds: float) -> str:
+    """Kubernetes' HumanDuration: 5s, 119s, 3m2s, 15m, 4h, 4h30m, 20h, 2d3h, 45d, 2y10d, 9y."""
+    s = int(seconds)
+    if s < -1:
+        return "<invalid>"
+    if s < 0:
+        return "0s"
+    if s < 120:
+        return f"{s}s"
+    minutes = s // 60
+    if minutes < 10:
+        rest = s % 60
+        return f"{minutes}m" if rest == 0 else f"{minutes}m{rest}s"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = s // 3600
+    if hours < 8:
+        rest = minutes % 60
+        return f"{hours}h" if rest == 0 else f"{hours}h{rest}m"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        rest = hours % 24
+        return f"{hours // 24}d" if rest == 0 else f"{hours // 24}d{rest}h"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        rest = (hours // 24) % 365
+        return f"{hours // 24 // 365}y" if rest == 0 else f"{hours // 24 // 365}y{rest}d"
+    return f"{hours // 24 // 365}y"
+
+
+def since(value: Any, now: float) -> str:
+    """translateTimestampSince: the age of a timestamp, ``<unknown>`` without one."""
+    at = parse_time(value)
+    return "<unknown>" if at is None else human_duration(now - at)
+
+
+def _d(obj: Any, *path: str) -> Any:
+    """obj[path[0]][path[1]]... or None; tolerant of missing or mistyped levels."""
+    for key in path:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _int(value: Any, default: int = 0) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def format_labels(labels: Any) -> str:
+    """labels.FormatLabels: ``a=b,c=d`` sorted by key, ``<none>`` when empty."""
+    labels = _dict(labels)
+    if not labels:
+        return "<none>"
+    return ",".join(f"{k}={labels[k]}" for k in sorted(labels))
+
+
+def selector_string(selector: Any) -> str:
+    """A LabelSelector as kubectl shows it: requirements sorted by key (``app=web,tier in (a,b),!x``)."""
+    if not isinstance(selector, dict):
+        return ""
+    requirements: list[tuple[str, str]] = []
+    for key, value in _dict(selector.get("matchLabels")).items():
+        requirements.append((key, f"{key}={value}"))
+    for expr in _list(selector.get("matchExpressions")):
+        if not isinstance(expr, dict):
+            continue
+        key, op = _str(expr.get("key")), expr.get("operator")
+        values = ",".join(sorted(str(v) for v in _list(expr.get("values"))))
+        if op == "In":
+            requirements.append((key, f"{key} in ({values})"))
+        elif op == "NotIn":
+            requirements.append((key, f"{key} notin ({values})"))
+        elif op == "Exists":
+            requirements.append((key, key))
+        elif op == "DoesNotExist":
+            requirements.append((key, f"!{key}"))
+    requirements.sort(key=lambda r: r[0])
+    return ",".join(text for _, text in requirements)
+
+
+def container_cells(pod_spec: Any) -> list[str]:
+    containers = [c for c in _list(_d(pod_spec, "containers")) if isinstance(c, dict)]
+    return [",".join(_str(c.get("name")) for c in containers), ",".join(_str(c.get("image")) for c in containers)]
+
+
+def _has_condition(conditions: Any, type_: str) -> bool:
+    return any(isinstance(c, dict) and c.get("type") == type_ and c.get("status") == "True"
+               for c in _list(conditions))
+
+
+# -- pods -----------------------------------------------------------------------------------------------------
+_POD_SUCCEEDED = [{"type": "Completed", "status": "True", "reason": "Succeeded",
+                   "message": "The pod has completed successfully."}]
+_POD_FAILED = [{"type": "Completed", "status": "True", "reason": "Failed", "message": "The pod failed."}]
+
+
+def _pod_columns() -> list[Column]:
+    return [
+        name_col(),
+        col("Ready", description="The aggregate readiness state of this pod for accepting traffic."),
+        col("Status", description="The aggregate status of the containers in this pod."),
+        col("Restarts", description="The number of times the containers in this pod have been restarted and when "
+                                    "the last container in this pod has restarted."),
+        age_col(),
+        col("IP", description=doc(f"{CORE}.PodStatus", "podIP"), priority=1),
+        col("Node", description=doc(f"{CORE}.PodSpec", "nodeName"), priority=1),
+        col("Nominated Node", description=doc(f"{CORE}.PodStatus", "nominatedNodeName"), priority=1),
+        col("Readiness Gates", description=doc(f"{CORE}.PodSpec", "readinessGates"), priority=1),
+    ]
+
+
+def _finished_at(status: Any) -> float | None:
+    return parse_time(_d(status, "lastState", "terminated", "finishedAt"))
+
+
+def _pod_cells(pod: Obj, now: float) -> tuple[Cells, list[Obj]]:
+    spec, status, meta = _dict(pod.get("spec")), _dict(pod.get("status")), _dict(pod.get("metadata"))
+    init_specs = {c.get("name"): c for c in _list(spec.get("initContainers")) if isinstance(c, dict)}
+    restartable = {name for name, c in init_specs.items() if c.get("restartPolicy") == "Always"}
+    total = len(_list(spec.get("containers"))) + len(restartable)
+    ready = 0
+    restarts = 0
+    sidecar_restarts = 0
+    last_restart: float | None = None
+    last_sidecar_restart: float | None = None
+    phase = _str(status.get("phase"))
+    reason = _str(status.get("reason")) or phase
+    for condition in _list(status.get("conditions")):
+        if isinstance(condition, dict) and condition.get("type") == "PodScheduled" and \
+                condition.get("reason") == "SchedulingGated":
+            reason = "SchedulingGated"
+    conditions = _POD_SUCCEEDED if phase == "Succeeded" else _POD_FAILED if phase == "Failed" else []
+
+    initializing = False
+    init_statuses = [c for c in _list(status.get("initContainerStatuses")) if isinstance(c, dict)]
+    for i, container in enumerate(init_statuses):
+        restarts += _int(container.get("restartCount"))
+        finished = _finished_at(container)
+        if finished is not None and (last_restart is None or finished > last_restart):
+            last_restart = finished
+        is_sidecar = container.get("name") in restartable
+        if is_sidecar:
+            sidecar_restarts += _int(container.get("restartCount"))
+            if finished is not None and (last_sidecar_restart is None or finished > last_sidecar_restart):
+                last_sidecar_restart = finished
+        terminated = _d(container, "state", "terminated")
+        waiting = _d(container, "state", "waiting")
+        if isinstance(terminated, dict) and _int(terminated.get("exitCode")) == 0:
+            continue
+        if is_sidecar and container.get("started") is True:
+            if container.get("ready") is True:
+                ready += 1
+            continue
+        if isinstance(terminated, dict):
+            if not terminated.get("reason"):
+                signal = _int(terminated.get("signal"))
+                reason = f"Init:Signal:{signal}" if signal else f"Init:ExitCode:{_int(terminated.get('exitCode'))}"
+            else:
+                reason = "Init:" + _str(terminated.get("reason"))
+        elif isinstance(waiting, dict) and waiting.get("reason") and waiting.get("reason") != "PodInitializing":
+            reason = "Init:" + _str(waiting.get("reason"))
+        else:
+            reason = f"Init:{i}/{len(init_specs)}"
+        initializing = True
+        break
+
+    if not initializing or _has_condition(status.get("conditions"), "Initialized"):
+        restarts, last_restart = sidecar_restarts, last_sidecar_restart
+        has_running = False
+        for container in reversed([c for c in _list(status.get("containerStatuses")) if isinstance(c, dict)]):
+            restarts += _int(container.get("restartCount"))
+            finished = _finished_at(container)
+            if finished is not None and (last_restart is None or finished > last_restart):
+                last_restart = finished
+            waiting = _d(container, "state", "waiting")
+            terminated = _d(container, "state", "terminated")
+            if isinstance(waiting, dict) and waiting.get("reason"):
+                reason = _str(waiting.get("reason"))
+            elif isinstance(terminated, dict) and terminated.get("reason"):
+                reason = _str(terminated.get("reason"))
+            elif isinstance(terminated, dict):
+                signal = _int(terminated.get("signal"))
+                reason = f"Signal:{signal}" if signal else f"ExitCode:{_int(terminated.get('exitCode'))}"
+            elif container.get("ready") is True and isinstance(_d(container, "state", "running"), dict):
+                has_running = True
+                ready += 1
+        if reason == "Completed" and has_running:
+            reason = "Running" if _has_condition(status.get("conditions"), "Ready") else "NotReady"
+
+    if meta.get("deletionTimestamp") and status.get("reason") == "NodeLost":
+        reason = "Unknown"
+    elif meta.get("deletionTimestamp") and phase not in ("Succeeded", "Failed"):
+        reason = "Terminating"
+
+    restarts_text = str(restarts)
+    if restarts and last_restart is not None:
+        restarts_text = f"{restarts} ({human_duration(now - last_restart)} ago)"
+
+    pod_ips = [p for p in _list(status.get("podIPs")) if isinstance(p, dict)]
+    pod_ip = _str(pod_ips[0].get("ip")) if pod_ips else ""
+    gates = "<none>"
+    readiness_gates = _list(spec.get("readinessGates"))
+    if readiness_gates:
+        true_count = 0
+        for gate in readiness_gates:
+            wanted = _d(gate, "conditionType")
+            for condition in _list(status.get("conditions")):
+                if isinstance(condition, dict) and condition.get("type") == wanted:
+                    true_count += condition.get("status") == "True"
+                    break
+        gates = f"{true_count}/{len(readiness_gates)}"
+    cells = [meta.get("name", ""), f"{ready}/{total}", reason, restarts_text, since(meta.get("creationTimestamp"), now),
+             pod_ip or "<none>", _str(spec.get("nodeName")) or "<none>",
+             _str(status.get("nominatedNodeName")) or "<none>", gates]
+    return cells, conditions
+
+
+# -- nodes and namespaces -------------------------------------------------------------------------------------
+def _node_columns() -> list[Column]:
+    info = f"{CORE}.NodeSystemInfo"
+    addresses = doc(f"{CORE}.NodeStatus", "addresses")
+    return [name_col(), col("Status", description="The status of the node"),
+            col("Roles", description="The roles of the node"), age_col(),
+            col("Version", description=doc(info, "kubeletVersion")),
+            col("Internal-IP", description=addresses, priority=1),
+            col("External-IP", description=addresses, priority=1),
+            col("OS-Image", description=doc(info, "osImage"), priority=1),
+            col("Kernel-Version", description=doc(info, "kernelVersion"), priority=1),
+            col("Container-Runtime", description=doc(info, "containerRuntimeVersion"), priority=1)]
+
+
+def node_roles(labels: Any) -> list[str]:
+    roles: set[str] = set()
+    for key, value in _dict(labels).items():
+        if key.startswith("node-role.kubernetes.io/"):
+            role = key[len("node-role.kubernetes.io/"):]
+            if role:
+                roles.add(role)
+        elif key == "kubernetes.io/role" and value:
+            roles.add(str(value))
+    return sorted(roles)
+
+
+def _node_address(status: Obj, type_: str) -> str:
+    for address in _list(status.get("addresses")):
+        if isinstance(address, dict) and address.get("type") == type_:
+            return _str(address.get("address")) or "<none>"
+    return "<none>"
+
+
+def _node_cells(node: Obj, now: float) -> Cells:
+    meta, spec, status = _dict(node.get("metadata")), _dict(node.get("spec")), _dict(node.get("status"))
+    states: list[str] = []
+    for condition in _list(status.get("conditions")):
+        if isinstance(condition, dict) and condition.get("type") == "Ready":
+            states = ["Ready" if condition.get("status") == "True" else "NotReady"]
+    if not states:
+        states = ["Unknown"]
+    if spec.get("unschedulable") is True:
+        states.append("SchedulingDisabled")
+    info = _dict(status.get("nodeInfo"))
+    return [meta.get("name", ""), ",".join(states), ",".join(node_roles(meta.get("labels"))) or "<none>",
+            since(meta.get("creationTimestamp"), now), _str(info.get("kubeletVersion")),
+            _node_address(status, "InternalIP"), _node_address(status, "ExternalIP"),
+            _str(info.get("osImage")) or "<unknown>", _str(info.get("kernelVersion")) or "<unknown>",
+            _str(info.get("containerRuntimeVersion")) or "<unknown>"]
+
+
+def _namespace_columns() -> list[Column]:
+    return [name_col(), col("Status", description="The status of the namespace"), age_col()]
+
+
+def _namespace_cells(ns: Obj, now: float) -> Cells:
+    meta = _dict(ns.get("metadata"))
+    return [meta.get("name", ""), _str(_d(ns, "status", "phase")), since(meta.get("creationTimestamp"), now)]
+
+
+# -- workloads ------------------------------------------------------------------------------------------------
+def _deployment_columns() -> list[Column]:
+    status = f"{APPS}.DeploymentStatus"
+    return [name_col(), col("Ready", description="Number of the pod with ready state"),
+            col("Up-to-date", description=doc(status, "updatedReplicas")),
+            col("Available", description=doc(status, "availableReplicas")), age_col(),
+            *_wide_template_cols(f"{APPS}.DeploymentSpec")]
+
+
+def _deployment_cells(d: Obj, now: float) -> Cells:
+    meta, spec, status = _dict(d.get("metadata")), _dict(d.get("spec")), _dict(d.get("status"))
+    return [meta.get("name", ""), f"{_int(status.get('readyReplicas'))}/{_int(spec.get('replicas'), 1)}",
+            _int(status.get("updatedReplicas")), _int(status.get("availableReplicas")),
+            since(meta.get("creationTimestamp"), now), *container_cells(_d(spec, "template", "spec")),
+            selector_string(spec.get("selector"))]
+
+
+def _replica_columns(group_pkg: str, kind: str) -> Callable[[], list[Column]]:
+    def columns() -> list[Column]:
+        spec, status = f"{group_pkg}.{kind}Spec", f"{group_pkg}.{kind}Status"
+        return [name_col(), col("Desired", "integer", doc(spec, "replicas")),
+                col("Current", "integer", doc(status, "replicas")),
+                col("Ready", "integer", doc(status, "readyReplicas")), age_col(), *_wide_template_cols(spec)]
+    return columns
+
+
+def _replica_cells(obj: Obj, now: float) -> Cells:
+    meta, spec, status = _dict(obj.get("metadata")), _dict(obj.get("spec")), _dict(obj.get("status"))
+    selector = spec.get("selector")
+    if obj.get("kind") == "ReplicationController":
+        selector_text = ",".join(f"{k}={v}" for k, v in sorted(_dict(selector).items()))
+    else:
+        selector_text = selector_string(selector)
+    return [meta.get("name", ""), _int(spec.get("replicas"), 1), _int(status.get("replicas")),
+            _int(status.get("readyReplicas")), since(meta.get("creationTimestamp"), now),
+            *container_cells(_d(spec, "template", "spec")), selector_text]
+
+
+def _daemonset_columns() -> list[Column]:
+    status = f"{APPS}.DaemonSetStatus"
+    return [name_col(), col("Desired", "integer", doc(status, "desiredNumberScheduled")),
+            col("Current", "integer", doc(status, "currentNumberScheduled")),
+            col("Ready", "integer", doc(status, "numberReady")),
+            col("Up-to-date", "integer", doc(status, "updatedNumberScheduled")),
+            col("Available", "integer", doc(status, "numberAvailable")),
+            col("Node Selector", description=doc(f"{CORE}.PodSpec", "nodeSelector")), age_col(),
+            *_wide_template_cols(f"{APPS}.DaemonSetSpec")]
+
+
+def _daemonset_cells(ds: Obj, now: float) -> Cells:
+    meta, spec, status = _dict(ds.get("metadata")), _dict(ds.get("spec")), _dict(ds.get("status"))
+    return [meta.get("name", ""), _int(status.get("desiredNumberScheduled")),
+            _int(status.get("currentNumberScheduled")), _int(status.get("numberReady")),
+            _int(status.get("updatedNumberScheduled")), _int(status.get("numberAvailable")),
+            format_labels(_d(spec, "template", "spec", "nodeSelector")), since(meta.get("creationTimestamp"), now),
+            *container_cells(_d(spec, "template", "spec")), selector_string(spec.get("selector"))]
+
+
+def _statefulset_columns() -> list[Column]:
+    return [name_col(), col("Ready", description="Number of the pod with ready state"), age_col(),
+            col("Containers", description="Names of each container in the template.", priority=1),
+            col("Images", description="Images referenced by each container in the template.", priority=1)]
+
+
+def _statefulset_cells(sts: Obj, now: float) -> Cells:
+    meta, spec, status = _dict(sts.get("metadata")), _dict(sts.get("spec")), _dict(sts.get("status"))
+    return [meta.get("name", ""), f"{_int(status.get('readyReplicas'))}/{_int(spec.get('replicas'), 1)}",
+            since(meta.get("creationTimestamp"), now), *container_cells(_d(spec, "template", "spec"))]
+
+
+def _job_columns() -> list[Column]:
+    return [name_col(), col("Status", description="Status of the job."),
+            col("Completions", description=doc("io.k8s.api.batch.v1.JobStatus", "succeeded")),
+            col("Duration", description="Time required to complete the job."), age_col(),
+            *_wide_template_cols("io.k8s.api.batch.v1.JobSpec")]
+
+
+def _job_cells(job: Obj, now: float) -> Cells:
+    meta, spec, status = _dict(job.get("metadata")), _dict(job.get("spec")), _dict(job.get("status"))
+    succeeded = _int(status.get("succeeded"))
+    completions = spec.get("completions")
+    if isinstance(completions, int) and not isinstance(completions, bool):
+        completions_text = f"{succeeded}/{completions}"
+    else:
+        parallelism = _int(spec.get("parallelism"))
+        completions_text = f"{succeeded}/1 of {parallelism}" if parallelism > 1 else f"{succeeded}/1"
+    started, finished = parse_time(status.get("startTime")), parse_time(status.get("completionTime"))
+    duration = ""
+    if started is not None:
+        duration = human_duration((finished if finished is not None else now) - started)
+    conditions = status.get("conditions")
+    if _has_condition(conditions, "Complete"):
+        state = "Complete"
+    elif _has_condition(conditions, "Failed"):
+        state = "Failed"
+    elif meta.get("deletionTimestamp"):
+        state = "Terminating"
+    elif _has_condition(conditions, "Suspended"):
+        state = "Suspended"
+    elif _has_condition(conditions, "FailureTarget"):
+        state = "FailureTarget"
+    elif _has_condition(conditions, "SuccessCriteriaMet"):
+        state = "SuccessCriteriaMet"
+    else:
+        state = "Running"
+    return [meta.get("name", ""), state, completions_text, duration, since(meta.get("creationTimestamp"), now),
+            *container_cells(_d(spec, "template", "spec")), selector_string(spec.get("selector"))]
+
+
+def _cronjob_columns() -> list[Column]:
+    spec = "io.k8s.api.batch.v1.CronJobSpec"
+    status = "io.k8s.api.batch.v1.CronJobStatus"
+    return [name_col(), col("Schedule", description=doc(spec, "schedule")),
+            col("Timezone", description=doc(spec, "timeZone")),
+            col("Suspend", "boolean", doc(spec, "suspend")),
+            col("Active", "integer", doc(status, "active")),
+            col("Last Schedule", description=doc(status, "lastScheduleTime")), age_col(),
+            *_wide_template_cols("io.k8s.api.batch.v1.JobSpec")]
+
+
+def _cronjob_cells(cj: Obj, now: float) -> Cells:
+    meta, spec, status = _dict(cj.get("metadata")), _dict(cj.get("spec")), _dict(cj.get("status"))
+    suspend = spec.get("suspend")
+    last = status.get("lastScheduleTime")
+    job_spec = _d(spec, "jobTemplate", "spec")
+    return [meta.get("name", ""), _str(spec.get("schedule")), _str(spec.get("timeZone")) or "<none>",
+            "<unset>" if not isinstance(suspend, bool) else ("True" if suspend else "False"),
+            len(_list(status.get("active"))), since(last, now) if last else "<none>",
+            since(meta.get("creationTimestamp"), now), *container_cells(_d(job_spec, "template", "spec")),
+            selector_string(_d(job_spec, "selector"))]
+
+
+# -- services and endpoints -----------------------------------------------------------------------------------
+def _service_columns() -> list[Column]:
+    spec = f"{CORE}.ServiceSpec"
+    return [name_col(), col("Type", description=doc(spec, "type")),
+            col("Cluster-IP", description=doc(spec, "clusterIP")),
+            col("External-IP", description=doc(spec, "externalIPs")),
+            col("Port(s)", description=doc(spec, "ports")), age_col(),
+            col("Selector", description=doc(spec, "selector"), priority=1)]
+
+
+def _load_balancer_ips(status: Any) -> str:
+    ingress = _list(_d(status, "loadBalancer", "ingress"))
+    values = [_str(i.get("ip")) or _str(i.get("hostname")) for i in ingress if isinstance(i, dict)]
+    return ",".join(v for v in values if v)
+
+
+def _service_external_ip(svc: Obj) -> str:
+    spec = _dict(svc.get("spec"))
+    kind = spec.get("type")
+    external = [str(ip) for ip in _list(spec.get("externalIPs"))]
+    if kind in ("ClusterIP", "NodePort"):
+        return ",".join(external) if external else "<none>"
+    if kind == "LoadBalancer":
+        lb = _load_balancer_ips(svc.get("status"))
+        if external:
+            return ",".join(([*lb.split(",")] if lb else []) + external)
+        return lb or "<pending>"
+    if kind == "ExternalName":
+        return _str(spec.get("externalName"))
+    return "<unknown>"
+
+
+def port_string(ports: Any) -> str:
+    pieces = []
+    for port in _list(ports):
+        if not isinstance(port, dict):
+            continue
+        protocol = _str(port.get("protocol")) or "TCP"
+        node_port = _int(port.get("nodePort"))
+        pieces.append(f"{_int(port.get('port'))}:{node_port}/{protocol}" if node_port > 0
+                      else f"{_int(port.get('port'))}/{protocol}")
+    return ",".join(pieces)
+
+
+def _service_cells(svc: Obj, now: float) -> Cells:
+    meta, spec = _dict(svc.get("metadata")), _dict(svc.get("spec"))
+    cluster_ips = _list(spec.get("clusterIPs"))
+    internal = str(cluster_ips[0]) if cluster_ips else (_str(spec.get("clusterIP")) or "<none>")
+    return [meta.get("name", ""), _str(spec.get("type")), internal, _service_external_ip(svc),
+            port_string(spec.get("ports")) or "<none>", since(meta.get("creationTimestamp"), now),
+            format_labels(spec.get("selector"))]
+
+
+def _endpoints_columns() -> list[Column]:
+    return [name_col(), col("Endpoints", description=doc(f"{CORE}.Endpoints", "subsets")), age_col()]
+
+
+def format_endpoints(endpoints: Obj) -> str:
+    subsets = [s for s in _list(endpoints.get("subsets")) if isinstance(s, dict)]
+    if not subsets:
+        return "<none>"
+    shown: list[str] = []
+    limit, more, count = 3, False, 0
+    for subset in subsets:
+        addresses = [_str(a.get("ip")) for a in _list(subset.get("addresses")) if isinstance(a, dict)]
+        ports = [p for p in _list(subset.get("ports")) if isinstance(p, dict)]
+        if not ports:
+            count += len(addresses)
+            for ip in addresses:
+                if len(shown) == limit:
+                    more = True
+                    break
+                shown.append(ip)
+            continue
+        for port in ports:
+            count += len(addresses)
+            for ip in addresses:
+                if len(shown) == limit:
+                    more = True
+                    break
+                host = f"[{ip}]" if ":" in ip else ip
+                shown.append(f"{host}:{_int(port.get('port'))}")
+    text = ",".join(shown)
+    if more:
+        return f"{text} + {count - limit} more..."
+    return text or "<none>"
+
+
+def _endpoints_cells(ep: Obj, now: float) -> Cells:
+    meta = _dict(ep.get("metadata"))
+    return [meta.get("name", ""), format_endpoints(ep), since(meta.get("creationTimestamp"), now)]
+
+
+# -- events ---------------------------------------------------------------------------------------------------
+def _event_columns() -> list[Column]:
+    event = f"{CORE}.Event"
+    return [col("Last Seen", description=doc(event, "lastTimestamp")),
+            col("Type", description=doc(event, "type")),
+            col("Reason", description=doc(event, "reason")),
+            col("Object", description=doc(event, "involvedObject")),
+            col("Subobject", description=doc(f"{CORE}.ObjectReference", "fieldPath"), priority=1),
+            col("Source", description=doc(event, "source"), priority=1),
+            col("Message", description=doc(event, "message")),
+            col("First Seen", description=doc(event, "firstTimestamp"), priority=1),
+            col("Count", description=doc(event, "count"), priority=1),
+            col("Name", description=doc(f"{META}.ObjectMeta", "name"), priority=1, format_="name")]
+
+
+def _event_cells(ev: Obj, now: float) -> Cells:
+    meta = _dict(ev.get("metadata"))
+    first = since(ev.get("firstTimestamp"), now) if ev.get("firstTimestamp") else since(ev.get("eventTime"), now)
+    last = since(ev.get("lastTimestamp"), now) if ev.get("lastTimestamp") else first
+    count = _int(ev.get("count"))
+    series = ev.get("series")
+    if isinstance(series, dict):
+        last = since(series.get("lastObservedTime"), now)
+        count = _int(series.get("count"))
+    elif count == 0:
+        count = 1
+    involved = _dict(ev.get("involvedObject"))
+    kind = _str(involved.get("kind")).lower()
+    target = f"{kind}/{involved['name']}" if involved.get("name") else kind
+    source = _dict(ev.get("source"))
+    component = _str(source.get("component")) or _str(ev.get("reportingComponent"))
+    host = _str(source.get("host")) or _str(ev.get("reportingInstance"))
+    return [last, _str(ev.get("type")), _str(ev.get("reason")), target, _str(involved.get("fieldPath")),
+            f"{component}, {host}" if host else component, _str(ev.get("message")).strip(), first, count,
+            meta.get("name", "")]
+
+
+# -- configuration and the rest -------------------------------------------------------------------------------
+def _configmap_columns() -> list[Column]:
+    return [name_col(), col("Data", "integer", doc(f"{CORE}.ConfigMap", "data")), age_col()]
+
+
+def _configmap_cells(cm: Obj, now: float) -> Cells:
+    meta = _dict(cm.get("metadata"))
+    return [meta.get("name", ""), len(_dict(cm.get("data"))) + len(_dict(cm.get("binaryData"))),
+            since(meta.get("creationTimestamp"), now)]
+
+
+def _secret_columns() -> list[Column]:
+    return [name_col(), col("Type", description=doc(f"{CORE}.Secret", "type")),
+            col("Data", "integer", doc(f"{CORE}.Secret", "data")), age_col()]
+
+
+def _secret_cells(secret: Obj, now: float) -> Cells:
+    meta = _dict(secret.get("metadata"))
+    keys = set(_dict(secret.get("data"))) | set(_dict(secret.get("stringData")))
+    return [meta.get("name", ""), _str(secret.get("type")), len(keys), since(meta.get("creationTimestamp"), now)]
+
+
+def _serviceaccount_columns() -> list[Column]:
+    return [name_col(), col("Secrets", "integer", doc(f"{CORE}.ServiceAccount", "secrets")), age_col()]
+
+
+def _serviceaccount_cells(sa: Obj, now: float) -> Cells:
+    meta = _dict(sa.get("metadata"))
+    return [meta.get("name", ""), len(_list(sa.get("secrets"))), since(meta.get("creationTimestamp"), now)]
+
+
+def _lease_columns() -> list[Column]:
+    return [name_col(), col("Holder", description=doc("io.k8s.api.coordination.v1.LeaseSpec", "holderIdentity")),
+            age_col()]
+
+
+def _lease_cells(lease: Obj, now: float) -> Cells:
+    meta = _dict(lease.get("metadata"))
+    return [meta.get("name", ""), _str(_d(lease, "spec", "holderIdentity")), since(meta.get("creationTimestamp"), now)]
+
+
+def _priorityclass_columns() -> list[Column]:
+    pc = "io.k8s.api.scheduling.v1.PriorityClass"
+    return [name_col(), col("Value", "integer", doc(pc, "value")),
+            col("Global-Default", "boolean", doc(pc, "globalDefault")), age_col(),
+            col("PreemptionPolicy", description=doc(pc, "preemptionPolicy"))]
+
+
+def _priorityclass_cells(pc: Obj, now: float) -> Cells:
+    meta = _dict(pc.get("metadata"))
+    return [meta.get("name", ""), _int(pc.get("value")), pc.get("globalDefault") is True,
+            since(meta.get("creationTimestamp"), now), _str(pc.get("preemptionPolicy"))]
+
+
+def _default_columns() -> list[Column]:
+    return [name_col(), age_col()]
+
+
+def _default_cells(obj: Obj, now: float) -> Cells:
+    meta = _dict(obj.get("metadata"))
+    return [meta.get("name", ""), since(meta.get("creationTimestamp"), now)]
+
+
+_PRINTERS: dict[str, Printer] = {
+    "Pod": Printer(_pod_columns, _pod_cells),
+    "Node": Printer(_node_columns, _node_cells),
+    "Namespace": Printer(_namespace_columns, _namespace_cells),
+    "Deployment": Printer(_deployment_columns, _deployment_cells),
+    "ReplicaSet": Printer(_replica_columns(APPS, "ReplicaSet"), _replica_cells),
+    "ReplicationController": Printer(_replica_columns(CORE, "ReplicationController"), _replica_cells),
+    "DaemonSet": Printer(_daemonset_columns, _daemonset_cells),
+    "StatefulSet": Printer(_statefulset_columns, _statefulset_cells),
+    "Job": Printer(_job_columns, _job_cells),
+    "CronJob": Printer(_cronjob_columns, _cronjob_cells),
+    "Service": Printer(_service_columns, _service_cells),
+    "Endpoints": Printer(_endpoints_columns, _endpoints_cells),
+    "Event": Printer(_event_columns, _event_cells),
+    "ConfigMap": Printer(_configmap_columns, _configmap_cells),
+    "Secret": Printer(_secret_columns, _secret_cells),
+    "ServiceAccount": Printer(_serviceaccount_columns, _serviceaccount_cells),
+    "Lease": Printer(_lease_columns, _lease_cells),
+    "PriorityClass": Printer(_priorityclass_columns, _priorityclass_cells),
+}
+_DEFAULT = Printer(_default_columns, _default_cells)
+
+
+def printer_for(kind: str) -> Printer:
+    """The printer of a kind; kinds without one get Name and Age."""
+    return _PRINTERS.get(kind, _DEFAULT)

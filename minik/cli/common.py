@@ -1,0 +1,191 @@
+"""What every client command shares: where the server is (--server, --kubeconfig, the local cluster), running a
+command's coroutine on its own event loop, and turning failures into kubectl's one-line messages on stderr."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import aiohttp
+import click
+
+from minik import kubeconfig
+from minik.api.errors import StatusError
+from minik.api.registry import ResourceType
+from minik.client import Client, HttpTransport, TransportError
+from minik.manifests import ManifestError
+
+T = TypeVar("T")
+
+#: the default cluster client commands talk to when neither --server nor --kubeconfig is given
+DEFAULT_CLUSTER = "minik"
+
+#: ask for the server's Table rendering, falling back to plain JSON (as kubectl's Accept header does)
+TABLE_ACCEPT = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+
+
+def default_data_dir(name: str) -> Path:
+    return Path.home() / ".minik" / name
+
+
+class CliError(click.ClickException):
+    """A user-facing failure: its message goes to stderr as it is (already in kubectl's words), exit code 1."""
+
+    def show(self, file: Any = None) -> None:
+        click.echo(self.message, err=True)
+
+
+def fail(message: str) -> CliError:
+    return CliError(f"error: {message}")
+
+
+# -- errors as kubectl prints them ------------------------------------------------------------------------------
+def status_message(exc: StatusError, verb: str | None = None, source: str | None = None) -> str:
+    """kubectl's rendering of an API error: ``The Pod "x" is invalid: field: message`` for 422 with causes,
+    ``Error from server (Reason): message`` otherwise; ``verb``/``source`` add kubectl's
+    ``error when creating "file.yaml": ...``."""
+    details = exc.details or {}
+    causes = [c for c in details.get("causes") or [] if isinstance(c, dict)]
+    if exc.reason == "Invalid" and (details.get("kind") or details.get("name")):
+        head = f'The {details.get("kind", "")} "{details.get("name", "")}" is invalid'
+        lines = [f'{c.get("field")}: {c.get("message")}' if c.get("field") else str(c.get("message"))
+                 for c in causes]
+        if not lines:
+            return head
+        if len(lines) == 1:
+            return f"{head}: {lines[0]}"
+        return f"{head}: \n" + "\n".join(f"* {line}" for line in lines)
+    message = exc.message or f"the server responded with HTTP {exc.code}"
+    if verb and source:
+        message = f'error when {verb} "{source}": {message}'
+    return f"Error from server ({exc.reason or 'Unknown'}): {message}"
+
+
+def transport_message(exc: TransportError, server: str) -> str:
+    host = server.split("://", 1)[-1].rstrip("/")
+    if isinstance(exc.__cause__, aiohttp.ClientConnectorError):
+        return f"The connection to the server {host} was refused - did you specify the right host or port?"
+    return f"Unable to connect to the server: {exc}"
+
+
+# -- where the server is ----------------------------------------------------------------------------------------
+@dataclass
+class Target:
+    """How a client command reaches the API: from --server, --kubeconfig (+ --context) or the local cluster."""
+
+    server: str | None = None
+    kubeconfig: Path | None = None
+    context: str | None = None
+
+    def endpoint(self) -> kubeconfig.Endpoint:
+        if self.server:
+            return kubeconfig.Endpoint(self.server.rstrip("/"))
+        path = self.kubeconfig
+        if path is None:
+            path = default_data_dir(DEFAULT_CLUSTER) / "kubeconfig"
+            if not path.exists():
+                raise fail(f'no minik cluster "{DEFAULT_CLUSTER}" found ({path} does not exist): start one with '
+                           '"minik up -d", or pass --server URL or --kubeconfig PATH')
+        try:
+            return kubeconfig.endpoint(path, self.context)
+        except kubeconfig.KubeconfigError as exc:
+            raise fail(f"invalid kubeconfig: {exc}") from None
+
+
+_TARGET_KEY = "minik.target"
+
+
+def _target(ctx: click.Context) -> Target:
+    target = ctx.meta.get(_TARGET_KEY)
+    if target is None:
+        target = ctx.meta[_TARGET_KEY] = Target()
+    return target
+
+
+def _store(field: str) -> Callable[[click.Context, click.Parameter, Any], None]:
+    def callback(ctx: click.Context, _param: click.Parameter, value: Any) -> None:
+        if value is not None:
+            setattr(_target(ctx), field, value)
+    return callback
+
+
+def target_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--server, --kubeconfig and --context, accepted before the command name (``minik --server URL get po``) or
+    after it; they are recorded in the context, not passed to the command."""
+    f = click.option("--context", default=None, expose_value=False, callback=_store("context"),
+                     help="The kubeconfig context to use [default: its current context].")(f)
+    f = click.option("--kubeconfig", default=None, expose_value=False, callback=_store("kubeconfig"),
+                     type=click.Path(dir_okay=False, path_type=Path),
+                     help=f"Kubeconfig file to use [default: the local cluster's, "
+                          f"~/.minik/{DEFAULT_CLUSTER}/kubeconfig].")(f)
+    f = click.option("--server", "-s", default=None, expose_value=False, callback=_store("server"),
+                     help="The API server's URL (overrides --kubeconfig).")(f)
+    return f
+
+
+def namespace_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--namespace", "-n", default=None,
+                        help="Namespace [default: the kubeconfig context's, else default].")(f)
+
+
+class _TableTransport(HttpTransport):
+    """HTTP that asks for the server's Table rendering (and takes plain JSON from a server without one)."""
+
+    def __init__(self, url: str, token: str | None) -> None:
+        super().__init__(url, token)
+        self._headers["Accept"] = TABLE_ACCEPT
+
+
+@dataclass
+class Session:
+    """The resolved target of one command: its endpoint and the default namespace."""
+
+    endpoint: kubeconfig.Endpoint
+
+    @classmethod
+    def current(cls) -> "Session":
+        return cls(_target(click.get_current_context()).endpoint())
+
+    def namespace(self, given: str | None) -> str:
+        return given or self.endpoint.namespace
+
+    def client(self) -> Client:
+        return Client.http(self.endpoint.server, self.endpoint.token)
+
+    def table_client(self) -> Client:
+        return Client(_TableTransport(self.endpoint.server, self.endpoint.token))
+
+    def run(self, main: Callable[[], Awaitable[T]]) -> T:
+        """Run a command's coroutine on a new event loop, turning API, connection and manifest failures into
+        kubectl-like messages (exit code 1) and Ctrl-C into a quiet exit 130."""
+        try:
+            return asyncio.run(main())
+        except StatusError as exc:
+            raise CliError(status_message(exc)) from None
+        except TransportError as exc:
+            raise CliError(transport_message(exc, self.endpoint.server)) from None
+        except ManifestError as exc:
+            raise CliError("\n".join(f"error: {p}" for p in exc.problems)) from None
+        except KeyboardInterrupt:
+            sys.stdout.flush()
+            raise click.exceptions.Exit(130) from None
+
+
+# -- kinds ------------------------------------------------------------------------------------------------------
+def kind_label(rt: ResourceType) -> str:
+    """``pod``, ``deployment.apps``: how kubectl names a kind in ``KIND/NAME`` and in apply's output."""
+    return f"{rt.kind.lower()}.{rt.group}" if rt.group else rt.kind.lower()
+
+
+def resolve_kind(name: str) -> ResourceType:
+    """The resource a user typed (plural, singular, short name, kind or ``plural.group``)."""
+    from minik.api.resources import REGISTRY
+
+    rt = REGISTRY.resolve(name)
+    if rt is None:
+        raise fail(f'the server doesn\'t have a resource type "{name}"')
+    return rt

@@ -1,0 +1,128 @@
+"""A cluster's data directory seen from outside the process that runs it: is it running, as which PID, at which
+URL since when.
+
+The running `minik up` holds an exclusive lock on ``DATA_DIR/minik.lock`` (holding its PID) for its whole life,
+so two processes never serve one store, and "running" means exactly "the lock is held" — a crashed process
+releases it, whatever its PID became. Once ready it writes ``DATA_DIR/running.json`` (URL, start time, disabled
+components) and removes it when it stops.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, Any
+
+
+@dataclass(frozen=True)
+class RunState:
+    """What a running cluster publishes in its data directory."""
+
+    pid: int
+    url: str = ""
+    name: str = ""
+    started_at: str = ""
+    kubeconfig: str = ""
+    disabled: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> str:
+        return json.dumps({"pid": self.pid, "url": self.url, "name": self.name, "startedAt": self.started_at,
+                           "kubeconfig": self.kubeconfig, "disabled": list(self.disabled)}, indent=2) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> "RunState":
+        data: dict[str, Any] = json.loads(text)
+        return cls(int(data["pid"]), str(data.get("url", "")), str(data.get("name", "")),
+                   str(data.get("startedAt", "")), str(data.get("kubeconfig", "")),
+                   tuple(str(d) for d in data.get("disabled") or ()))
+
+
+class AlreadyRunning(Exception):
+    def __init__(self, pid: int | None) -> None:
+        super().__init__(f"already running (pid {pid})")
+        self.pid = pid
+
+
+class Instance:
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self._lock: IO[str] | None = None
+
+    @property
+    def lock_path(self) -> Path:
+        return self.data_dir / "minik.lock"
+
+    @property
+    def state_path(self) -> Path:
+        return self.data_dir / "running.json"
+
+    @property
+    def kubeconfig_path(self) -> Path:
+        return self.data_dir / "kubeconfig"
+
+    @property
+    def console_path(self) -> Path:
+        """Where a cluster started with --detach writes what it would have printed."""
+        return self.data_dir / "minik.out"
+
+    # -- the lock (held by the process that serves the data directory) --------------------------------------
+    def acquire(self) -> None:
+        """Take the data directory for this process; AlreadyRunning if another process has it."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        handle = open(self.lock_path, "a+", encoding="utf-8")  # noqa: SIM115 - held until release()
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            raise AlreadyRunning(self.locked_pid()) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        self._lock = handle
+
+    def release(self) -> None:
+        self.state_path.unlink(missing_ok=True)
+        if self._lock is not None:
+            self._lock.close()  # closing the file drops the lock
+            self._lock = None
+
+    def locked_pid(self) -> int | None:
+        """The PID of the process holding the lock, or None when no process does."""
+        try:
+            handle = open(self.lock_path, encoding="utf-8")  # noqa: SIM115
+        except FileNotFoundError:
+            return None
+        with handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                text = handle.read().strip()
+                return int(text) if text.isdigit() else -1
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            return None
+
+    # -- the published state ---------------------------------------------------------------------------------
+    def publish(self, url: str, name: str, disabled: tuple[str, ...]) -> RunState:
+        state = RunState(os.getpid(), url, name, datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                         str(self.kubeconfig_path), disabled)
+        tmp = self.state_path.with_suffix(".tmp")
+        tmp.write_text(state.to_json(), encoding="utf-8")
+        os.replace(tmp, self.state_path)
+        return state
+
+    def running(self) -> RunState | None:
+        """The state of the process serving this data directory, or None when none is. A process still starting
+        has a PID but no URL yet."""
+        pid = self.locked_pid()
+        if pid is None:
+            return None
+        try:
+            state = RunState.from_json(self.state_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, KeyError):
+            return RunState(pid)
+        return state if state.pid == pid else RunState(pid)

@@ -1,0 +1,134 @@
+"""Kubeconfig files: the one `minik up` writes for its cluster, merging it into a user's kubeconfig, and reading
+the server a kubeconfig points at.
+
+A kubeconfig is YAML with three named lists (clusters, users, contexts) and a ``current-context``; minik's
+entries are all named after the cluster. Files are written atomically with mode 0600, as kubectl does, because a
+kubeconfig may hold credentials.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+Config = dict[str, Any]
+
+
+class KubeconfigError(Exception):
+    """A kubeconfig that cannot be read or does not say where the server is."""
+
+
+def for_cluster(name: str, server: str) -> Config:
+    """A kubeconfig with one cluster, one user and one context, all called ``name``, and that context current."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": name, "cluster": {"server": server}}],
+        "users": [{"name": name, "user": {}}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+        "current-context": name,
+        "preferences": {},
+    }
+
+
+def write(path: Path, config: Config) -> None:
+    """Write ``config`` to ``path`` atomically (a temporary file renamed over it), readable by the owner only."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            yaml.safe_dump(config, out, default_flow_style=False, sort_keys=False)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read(path: Path) -> Config:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise KubeconfigError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise KubeconfigError(f"{path}: {exc.strerror or exc}") from None
+    try:
+        config = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise KubeconfigError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(config, dict):
+        raise KubeconfigError(f"{path}: not a kubeconfig (expected a mapping)")
+    return config
+
+
+def user_kubeconfig_path() -> Path:
+    """The kubeconfig kubectl uses by default: the first file in $KUBECONFIG, else ~/.kube/config."""
+    for part in os.environ.get("KUBECONFIG", "").split(os.pathsep):
+        if part:
+            return Path(part).expanduser()
+    return Path.home() / ".kube" / "config"
+
+
+def _upsert(entries: Any, entry: dict[str, Any]) -> list[dict[str, Any]]:
+    kept = [e for e in (entries or []) if isinstance(e, dict) and e.get("name") != entry["name"]]
+    return [*kept, entry]
+
+
+def merge(path: Path, cluster: Config) -> bool:
+    """Merge the entries of ``cluster`` (a config from ``for_cluster``) into the kubeconfig at ``path``, replacing
+    entries of the same names and keeping every other one. The context becomes current only if none is set.
+    Returns whether it was made current."""
+    config = read(path) if path.exists() else {"apiVersion": "v1", "kind": "Config", "preferences": {}}
+    for section in ("clusters", "users", "contexts"):
+        for entry in cluster[section]:
+            config[section] = _upsert(config.get(section), entry)
+    made_current = not config.get("current-context")
+    if made_current:
+        config["current-context"] = cluster["current-context"]
+    write(path, config)
+    return made_current
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a kubeconfig's context points: the server URL, a bearer token if any, the default namespace."""
+
+    server: str
+    token: str | None = None
+    namespace: str = "default"
+
+
+def _named(config: Config, section: str, name: str, field: str) -> dict[str, Any]:
+    for entry in config.get(section) or []:
+        if isinstance(entry, dict) and entry.get("name") == name:
+            value = entry.get(field)
+            return value if isinstance(value, dict) else {}
+    raise KubeconfigError(f'{section[:-1]} "{name}" is not in the kubeconfig')
+
+
+def endpoint(path: Path, context: str | None = None) -> Endpoint:
+    """The server, token and namespace of ``context`` (default: the current context) in the kubeconfig."""
+    config = read(path)
+    name = context or config.get("current-context")
+    if not name:
+        raise KubeconfigError(f"{path}: no current context is set")
+    ctx = _named(config, "contexts", str(name), "context")
+    cluster = _named(config, "clusters", str(ctx.get("cluster", "")), "cluster")
+    server = cluster.get("server")
+    if not isinstance(server, str) or not server:
+        raise KubeconfigError(f'{path}: cluster "{ctx.get("cluster", "")}" has no server')
+    user: dict[str, Any] = {}
+    if ctx.get("user"):
+        try:
+            user = _named(config, "users", str(ctx["user"]), "user")
+        except KubeconfigError:
+            user = {}
+    token = user.get("token")
+    namespace = ctx.get("namespace")
+    return Endpoint(server, token if isinstance(token, str) and token else None,
+                    namespace if isinstance(namespace, str) and namespace else "default")

@@ -1,0 +1,54 @@
+"""Helpers for the CLI tests (fixtures are in conftest.py).
+
+The cluster serves from the test's event loop, and a CLI command runs its own loop (asyncio.run), so commands
+run through click's CliRunner in a worker thread: the test awaits the thread while its loop keeps serving.
+Commands that must be interrupted (get -w) or that start clusters run as real subprocesses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sys
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from minik.cli import cli
+
+Invoke = Callable[..., Coroutine[Any, Any, Result]]
+
+
+async def invoke_cli(args: list[str], input: str | None = None) -> Result:
+    result = await asyncio.to_thread(CliRunner().invoke, cli, args, input=input)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception  # a bug, not a user error: show its traceback
+    return result
+
+
+def minik_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "minik", *args]
+
+
+def subprocess_env(home: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    env.update(HOME=str(home), **extra)
+    return env
+
+
+kubectl_missing = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH")
+
+
+async def kubectl(tmp_path: Path, *args: str, kubeconfig: Path | None = None, server: str | None = None
+                  ) -> tuple[int, str, str]:
+    """Run the real kubectl without blocking the event loop (the cluster serves from it), with a fresh cache."""
+    target = ["--kubeconfig", str(kubeconfig)] if kubeconfig else ["--kubeconfig", os.devnull, "-s", str(server)]
+    process = await asyncio.create_subprocess_exec(
+        "kubectl", *target, "--cache-dir", str(tmp_path / "kubectl-cache"), *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    return process.returncode or 0, out.decode(), err.decode()

@@ -1,0 +1,170 @@
+"""`minik up` (foreground and --detach), `status`, `down` and `kubeconfig`, as real processes: the ready line, the
+kubeconfig kubectl uses at once, a clean stop on SIGTERM that keeps the data, and clear errors."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from cli_helpers import minik_command, subprocess_env
+
+from minik.cli import cli
+
+READY = re.compile(r"^minik: ready in [0-9.]+s, API at (http://127\.0\.0\.1:\d+) \(kubeconfig: (\S+)\)$")
+
+
+def run(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(minik_command(*args), env=subprocess_env(home, **env), capture_output=True, text=True,
+                          timeout=60)
+
+
+def http(method: str, url: str, body: dict | None = None) -> dict:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def test_up_detached_then_status_kubectl_get_and_down(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    user_config = tmp_path / "kube" / "config"
+    user_config.parent.mkdir()
+    user_config.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "work",
+        "clusters": [{"name": "work", "cluster": {"server": "https://example.invalid"}}],
+        "contexts": [{"name": "work", "context": {"cluster": "work", "user": "work"}}],
+        "users": [{"name": "work", "user": {"token": "t"}}]}))
+    data = home / ".minik" / "minik"
+
+    up = run(home, "up", "-d", "--port", "0", "--disable", "scheduler", "--update-kubeconfig",
+             KUBECONFIG=str(user_config))
+    assert up.returncode == 0, up.stderr
+    lines = up.stdout.splitlines()
+    assert lines[0] == f"minik: starting cluster 'minik' in the background (data in {data})"
+    ready = READY.match(lines[1])
+    assert ready, lines
+    url, kubeconfig = ready.group(1), Path(ready.group(2))
+    assert kubeconfig == data / "kubeconfig"
+    assert re.match(r"^minik: running in the background as PID \d+ .*stop it with: minik down$", lines[2])
+    try:
+        assert stat.S_IMODE(kubeconfig.stat().st_mode) == 0o600
+        assert http("GET", url + "/api/v1/namespaces/default")["metadata"]["name"] == "default"
+
+        status = run(home, "status")
+        assert status.returncode == 0
+        assert status.stdout.splitlines()[0].startswith("minik: cluster 'minik' is running (PID ")
+        assert f"API:        {url}" in status.stdout
+        assert "disabled:   scheduler" in status.stdout
+        assert "4 namespaces, 0 nodes, 0 pods" in status.stdout
+
+        again = run(home, "up", "-d", "--port", "0")
+        assert again.returncode == 1
+        assert again.stderr.startswith("error: cluster 'minik' is already running (PID ")
+
+        runner = CliRunner(env={"HOME": str(home)})
+        assert runner.invoke(cli, ["kubeconfig"]).stdout.strip() == str(kubeconfig)
+        got = runner.invoke(cli, ["get", "ns", "-o", "name"])  # finds the local cluster by itself
+        assert got.stdout.splitlines() == ["namespace/default", "namespace/kube-node-lease",
+                                           "namespace/kube-public", "namespace/kube-system"]
+
+        merged = yaml.safe_load(user_config.read_text())
+        assert merged["current-context"] == "work"  # already set: left alone
+        assert [c["name"] for c in merged["contexts"]] == ["work", "minik"]
+        assert {"name": "minik", "cluster": {"server": url}} in merged["clusters"]
+
+        if shutil.which("kubectl"):
+            kubectl = subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), "--cache-dir",
+                                      str(tmp_path / "cache"), "get", "ns"], capture_output=True, text=True,
+                                     timeout=60, env=subprocess_env(home))
+            assert kubectl.returncode == 0, kubectl.stderr
+            assert kubectl.stdout.splitlines()[0].split() == ["NAME", "STATUS", "AGE"]
+            assert [line.split()[0] for line in kubectl.stdout.splitlines()[1:]] == [
+                "default", "kube-node-lease", "kube-public", "kube-system"]
+    finally:
+        down = run(home, "down")
+    assert down.returncode == 0, down.stderr
+    assert down.stdout.splitlines()[-1] == f"minik: stopped; state kept in {data}"
+    stopped = run(home, "status")
+    assert stopped.returncode == 3
+    assert stopped.stdout.strip() == f"minik: cluster 'minik' is not running (data in {data})"
+    assert "ready in" in (data / "minik.out").read_text()
+    assert run(home, "down").stderr.strip() == "minik: cluster 'minik' is not running"
+
+
+def start(home: Path, data: Path) -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen(minik_command("up", "--data-dir", str(data), "--port", "0", "--sync", "NORMAL"),
+                               env=subprocess_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    first = process.stdout.readline()
+    assert first == f"minik: starting cluster 'minik' (data in {data})\n"
+    ready = READY.match(process.stdout.readline().rstrip("\n"))
+    assert ready, "no ready line"
+    return process, ready.group(1)
+
+
+def stop(process: subprocess.Popen[str]) -> str:
+    process.send_signal(signal.SIGTERM)
+    out, _err = process.communicate(timeout=30)
+    assert process.returncode == 0
+    return out
+
+
+def test_up_in_the_foreground_stops_on_sigterm_and_the_next_up_carries_on(tmp_path: Path) -> None:
+    home, data = tmp_path / "home", tmp_path / "data"
+    process, url = start(home, data)
+    try:
+        http("POST", url + "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "kept"}})
+        assert json.loads((data / "running.json").read_text())["url"] == url
+    finally:
+        out = stop(process)
+    assert out.splitlines() == ["minik: shutting down", f"minik: stopped; state kept in {data}"]
+    assert not (data / "running.json").exists()
+    assert run(home, "status", "--data-dir", str(data)).returncode == 3
+
+    process, url = start(home, data)
+    try:
+        assert http("GET", url + "/api/v1/namespaces/default/configmaps/kept")["metadata"]["name"] == "kept"
+    finally:
+        stop(process)
+
+
+def test_a_port_in_use_is_a_one_line_error(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run(tmp_path / "home", "up", "--port", str(port), "--data-dir", str(tmp_path / "data"))
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"error: cannot listen on 127.0.0.1:{port}: the address is already in use (another cluster or program has "
+        "the port; choose another with --port)"]
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("value", ["sched", "scheduler,kubelet"])
+def test_unknown_components_are_a_usage_error(tmp_path: Path, value: str) -> None:
+    result = CliRunner(env={"HOME": str(tmp_path)}).invoke(cli, ["up", "--disable", value])
+    assert result.exit_code == 2
+    assert "Invalid value for '--disable': unknown component" in result.stderr
+    assert "scheduler, controllers, node, proxy" in result.stderr
+
+
+def test_client_commands_without_a_cluster_say_how_to_start_one(tmp_path: Path) -> None:
+    result = CliRunner(env={"HOME": str(tmp_path)}).invoke(cli, ["get", "pods"])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: no minik cluster \"minik\" found")
+    assert "minik up -d" in result.stderr
+    refused = CliRunner(env={"HOME": str(tmp_path)}).invoke(cli, ["get", "pods", "--server", "http://127.0.0.1:1"])
+    assert refused.exit_code == 1
+    assert refused.stderr.strip() == ("The connection to the server 127.0.0.1:1 was refused - did you specify the "
+                                      "right host or port?")
