@@ -60,7 +60,9 @@ def read(path: Path) -> Config:
     try:
         config = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
-        raise KubeconfigError(f"{path}: not valid YAML: {exc}") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise KubeconfigError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
     if not isinstance(config, dict):
         raise KubeconfigError(f"{path}: not a kubeconfig (expected a mapping)")
     return config

@@ -18,6 +18,7 @@ so that client-side apply can be upgraded to server-side apply without conflicts
 from __future__ import annotations
 
 import copy
+import functools
 import unicodedata
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -165,20 +166,22 @@ class Managed:
         meta = obj.setdefault("metadata", {})
         order = sorted(self.entries.items(), key=lambda kv: (kv[0].operation, kv[1].time or "", kv[0].manager,
                                                               kv[0].api_version, kv[0].subresource))
-        out = []
-        for key, entry in order:
-            record: Obj = {"manager": key.manager, "operation": key.operation, "apiVersion": key.api_version}
-            if entry.time:
-                record["time"] = entry.time
-            record["fieldsType"] = "FieldsV1"
-            record["fieldsV1"] = fieldpath.encode(entry.fields)
-            if key.subresource:
-                record["subresource"] = key.subresource
-            out.append(record)
+        out = [_entry_record(key, entry.time, fieldpath.encode(entry.fields)) for key, entry in order]
         if out:
             meta["managedFields"] = out
         else:
             meta.pop("managedFields", None)
+
+
+def _entry_record(key: ManagerKey, time: str | None, fields_v1: Obj) -> Obj:
+    record: Obj = {"manager": key.manager, "operation": key.operation, "apiVersion": key.api_version}
+    if time:
+        record["time"] = time
+    record["fieldsType"] = "FieldsV1"
+    record["fieldsV1"] = fields_v1
+    if key.subresource:
+        record["subresource"] = key.subresource
+    return record
 
 
 def _without_managed_fields(obj: Obj) -> Obj:
@@ -200,6 +203,12 @@ def zero_object(resource: ResourceType) -> Obj:
     if "status" in fields:
         obj["status"] = {}
     return obj
+
+
+@functools.lru_cache(maxsize=None)
+def _zero(resource: ResourceType) -> Obj:
+    """zero_object, shared: never change it."""
+    return zero_object(resource)
 
 
 _ZERO_SPEC_EXTRA: dict[str, Obj] = {"Deployment": {"strategy": {}}, "DaemonSet": {"updateStrategy": {}},
@@ -256,20 +265,49 @@ class FieldManager:
         return changed, removed
 
     def created(self, obj: Obj) -> None:
-        self._record(Managed(), zero_object(self.resource), obj)
+        """The creator owns everything it set (defaults included). The same as ``take`` from the empty object,
+        computed in one pass."""
+        tree = fieldpath.creation_tree(_without_managed_fields(obj), _zero(self.resource), self.shape)
+        tree.pop("f:apiVersion", None)
+        tree.pop("f:kind", None)
+        meta = tree.get("f:metadata", {})
+        for path in _STRIPPED:
+            if len(path) == 2:
+                meta.pop(path[1], None)
+        if not meta:
+            tree.pop("f:metadata", None)
+        for name in list(tree):
+            if not self.relevant((name,)):
+                del tree[name]
+        if tree:
+            obj["metadata"]["managedFields"] = [_entry_record(self.key, now_rfc3339(), tree)]
 
     def updated(self, new: Obj, current: Obj) -> None:
-        given = Managed.of(new) if not self.subresource else None
-        self._record(given or Managed.of(current) or Managed(), current, new)
+        """Managed fields a client sends replace the object's (that is how they are reset or migrated);
+        otherwise the object's are kept, and this manager takes what the write changed."""
+        meta = new["metadata"]
+        managed_fields = current["metadata"].get("managedFields")
+        given = meta.get("managedFields")
+        if given and given != managed_fields and not self.subresource and Managed.of(new) is not None:
+            managed_fields = given
+        changed, removed = self._changes(current, new)
+        if changed or removed:
+            managed = Managed.of({"metadata": {"managedFields": managed_fields}}) or Managed()
+            self._record(managed, current, new, (changed, removed))
+        elif managed_fields:
+            meta["managedFields"] = managed_fields
+        else:
+            meta.pop("managedFields", None)
 
-    def _record(self, managed: Managed, old: Obj, new: Obj) -> None:
-        self.take(managed, old, new)
+    def _record(self, managed: Managed, old: Obj, new: Obj,
+                changes: tuple[FieldSet, FieldSet] | None = None) -> None:
+        self.take(managed, old, new, changes)
         managed.cap_updates()
         managed.write(new)
 
-    def take(self, managed: Managed, old: Obj, new: Obj) -> None:
+    def take(self, managed: Managed, old: Obj, new: Obj, changes: tuple[FieldSet, FieldSet] | None = None) -> None:
         """The change from ``old`` to ``new`` as this manager's Update: it takes the fields it changed."""
-        changed, removed = self._changes(old, new)
+        changed, removed = changes or self._changes(old, new)
         managed.lose(changed | removed)
         if changed:
             entry = managed.entries.setdefault(self.key, Entry(set(), None))

@@ -25,6 +25,7 @@ from minik.api import patchmeta
 
 Path = tuple[str, ...]
 FieldSet = set[Path]
+Obj = dict[str, Any]
 
 MEMBER = "."
 
@@ -190,6 +191,8 @@ def compare(old: Any, new: Any, shape: Shape) -> Comparison:
 
 
 def _compare(old: Any, new: Any, shape: Shape, path: Path, out: Comparison) -> None:
+    if old is not _MISSING and new is not _MISSING and old == new:
+        return
     # a null stands for an empty value that is there (Go writes nil slices and pointers as null)
     present = new if new not in (_MISSING, None) else old
     if isinstance(present, dict) and (old in (_MISSING, None) or isinstance(old, dict)) and \
@@ -222,6 +225,38 @@ def _compare(old: Any, new: Any, shape: Shape, path: Path, out: Comparison) -> N
         out.added.add(path)
     elif path and new is _MISSING:
         out.removed.add(path)
+
+
+def creation_tree(obj: Obj, zero: Obj, shape: Shape) -> dict[str, Any]:
+    """``encode(compare(zero, obj, shape).changed)`` for a new object, built in one pass: creates are the hot
+    path. ``zero`` holds only empty values (the structs an empty object has)."""
+    return _creation(obj, zero, shape)
+
+
+def _creation(value: dict[str, Any], zero: Any, shape: Shape) -> dict[str, Any]:
+    tree: dict[str, Any] = {}
+    for name in sorted(value):
+        sub = value[name]
+        was = zero.get(name, _MISSING) if isinstance(zero, dict) else _MISSING
+        sub_shape = child(shape, name)
+        node: dict[str, Any] | None
+        if isinstance(sub, dict) and sub and not sub_shape.atomic:
+            node = _creation(sub, was, sub_shape)
+        elif isinstance(sub, list) and sub and (elements := list_elements(sub_shape, sub)) is not None:
+            inner = FREE if sub_shape.is_set else item(sub_shape)
+            node = {}
+            for element, entry in sorted(zip(elements, sub), key=lambda pair: pair[0]):
+                grand = _creation(entry, _MISSING, inner) if isinstance(entry, dict) and not inner.atomic else {}
+                node[element] = {MEMBER: {}, **grand} if grand else {}
+        else:
+            if was is _MISSING or was != sub:
+                tree["f:" + name] = {}
+            continue
+        if was is _MISSING:
+            node = {MEMBER: {}, **node} if node else {}
+        if node or was is _MISSING:
+            tree["f:" + name] = node
+    return tree
 
 
 def _leaf(old: Any, new: Any, path: Path, out: Comparison) -> None:

@@ -359,8 +359,7 @@ async def describe_node(w: Writer, client: Client, rt: ResourceType, obj: Obj) -
     prefix = "node-role.kubernetes.io/"
     roles = sorted(k[len(prefix):] for k in meta.get("labels") or {} if k.startswith(prefix))
     w.kv(0, "Roles", ",".join(roles) or NONE)
-    w.mapping(0, "Labels", meta.get("labels"))
-    w.mapping(0, "Annotations", meta.get("annotations"), sep=": ")
+    labels_and_annotations(w, obj)
     w.kv(0, "CreationTimestamp", timestamp(meta.get("creationTimestamp")))
     taints = [f"{t.get('key')}{'=' + t['value'] if t.get('value') else ''}:{t.get('effect')}"
               for t in spec.get("taints") or []]
@@ -439,6 +438,7 @@ async def describe_secret(w: Writer, client: Client, rt: ResourceType, obj: Obj)
     w.title(0, "====")
     for key, value in sorted((obj.get("data") or {}).items()):
         w.line(0, f"{key}:", f"{_decoded_size(value)} bytes")
+    w.blank()
 
 
 async def describe_workload(w: Writer, client: Client, rt: ResourceType, obj: Obj) -> None:

@@ -69,6 +69,16 @@ def _selector_args(name: str, data_dir: Path) -> str:
     return f" --name {name}" if name != "minik" else ""
 
 
+def _merge_user_kubeconfig(name: str, config: kubeconfig.Config) -> None:
+    user_path = kubeconfig.user_kubeconfig_path()
+    try:
+        current = kubeconfig.merge(user_path, config)
+    except (kubeconfig.KubeconfigError, OSError) as exc:
+        click.echo(f"minik: warning: {user_path} not updated: {exc}", err=True)
+        return
+    click.echo(f"minik: context {name!r} merged into {user_path}" + (" (and made current)" if current else ""))
+
+
 async def _serve(settings: ClusterSettings, instance: Instance, update_kubeconfig: bool) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -83,12 +93,12 @@ async def _serve(settings: ClusterSettings, instance: Instance, update_kubeconfi
     try:
         path = instance.kubeconfig_path
         config = kubeconfig.for_cluster(settings.name, cluster.url)
-        kubeconfig.write(path, config)
+        try:
+            kubeconfig.write(path, config)
+        except OSError as exc:
+            raise fail(f"cannot write {path}: {exc.strerror or exc}") from None
         if update_kubeconfig:
-            user_path = kubeconfig.user_kubeconfig_path()
-            current = kubeconfig.merge(user_path, config)
-            click.echo(f"minik: context {settings.name!r} merged into {user_path}"
-                       + (" (and made current)" if current else ""))
+            _merge_user_kubeconfig(settings.name, config)
         instance.publish(cluster.url, settings.name, tuple(sorted(settings.disabled)))
         if settings.disabled:
             click.echo(f"minik: disabled: {', '.join(sorted(settings.disabled))}")
