@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from minik.api import schema
+from minik.api.durations import human_duration
 
 Obj = dict[str, Any]
 Cells = list[Any]
@@ -83,38 +84,6 @@ def parse_time(value: Any) -> float | None:
         return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
-
-
-def human_duration(seconds: float) -> str:
-    """Kubernetes' HumanDuration: 5s, 119s, 3m2s, 15m, 4h, 4h30m, 20h, 2d3h, 45d, 2y10d, 9y."""
-    s = int(seconds)
-    if s < -1:
-        return "<invalid>"
-    if s < 0:
-        return "0s"
-    if s < 120:
-        return f"{s}s"
-    minutes = s // 60
-    if minutes < 10:
-        rest = s % 60
-        return f"{minutes}m" if rest == 0 else f"{minutes}m{rest}s"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = s // 3600
-    if hours < 8:
-        rest = minutes % 60
-        return f"{hours}h" if rest == 0 else f"{hours}h{rest}m"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        rest = hours % 24
-        return f"{hours // 24}d" if rest == 0 else f"{hours // 24}d{rest}h"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    if hours < 24 * 365 * 8:
-        rest = (hours // 24) % 365
-        return f"{hours // 24 // 365}y" if rest == 0 else f"{hours // 24 // 365}y{rest}d"
-    return f"{hours // 24 // 365}y"
 
 
 def since(value: Any, now: float) -> str:

@@ -9,6 +9,8 @@ from typing import Any
 
 import yaml
 
+from minik.api.durations import human_duration  # noqa: F401 - re-exported for the CLI modules
+
 
 # -- columns ----------------------------------------------------------------------------------------------------
 def align(rows: Sequence[Sequence[str]], minwidth: int = 6, padding: int = 3) -> list[str]:
@@ -68,36 +70,6 @@ def parse_time(value: Any) -> datetime | None:
     except ValueError:
         return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
-
-
-def human_duration(seconds: float) -> str:
-    """A duration the way Kubernetes prints ages: precise when short, coarser as it grows (``45s``, ``3m20s``,
-    ``15m``, ``4h12m``, ``20h``, ``3d5h``, ``40d``, ``2y30d``)."""
-    s = int(seconds)
-    if s < -1:
-        return "<invalid>"
-    if s < 0:
-        return "0s"
-    if s < 120:
-        return f"{s}s"
-    minutes = s // 60
-    if minutes < 10:
-        return f"{minutes}m{s % 60}s" if s % 60 else f"{minutes}m"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = s // 3600
-    if hours < 8:
-        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        return f"{hours // 24}d{hours % 24}h" if hours % 24 else f"{hours // 24}d"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    if hours < 24 * 365 * 8:
-        years, days = hours // 24 // 365, (hours // 24) % 365
-        return f"{years}y{days}d" if days else f"{years}y"
-    return f"{hours // 24 // 365}y"
 
 
 def age(timestamp: Any, now: datetime | None = None) -> str:
