@@ -47,10 +47,11 @@ ANCIENT_CHANGES = "ancient-changes"
 MAX_UPDATE_MANAGERS = 10
 MAX_MANAGER_LENGTH = 128
 
-#: fields nobody owns: identity and what the server sets
+#: what ``force=`` accepts (Go's strconv.ParseBool)
 _BOOLS = {"true": True, "True": True, "TRUE": True, "t": True, "T": True, "1": True,
           "false": False, "False": False, "FALSE": False, "f": False, "F": False, "0": False}
 
+#: fields nobody owns: identity and what the server sets
 _STRIPPED: FieldSet = {("f:apiVersion",), ("f:kind",), ("f:metadata",)} | {
     ("f:metadata", "f:" + name) for name in ("name", "namespace", "creationTimestamp", "selfLink", "uid",
                                              "clusterName", "generation", "managedFields", "resourceVersion")}
@@ -267,18 +268,11 @@ class FieldManager:
     def created(self, obj: Obj) -> None:
         """The creator owns everything it set (defaults included). The same as ``take`` from the empty object,
         computed in one pass."""
-        tree = fieldpath.creation_tree(_without_managed_fields(obj), _zero(self.resource), self.shape)
-        tree.pop("f:apiVersion", None)
-        tree.pop("f:kind", None)
-        meta = tree.get("f:metadata", {})
-        for path in _STRIPPED:
-            if len(path) == 2:
-                meta.pop(path[1], None)
-        if not meta:
-            tree.pop("f:metadata", None)
-        for name in list(tree):
-            if not self.relevant((name,)):
-                del tree[name]
+        owned = {name: value for name, value in obj.items() if ("f:" + name,) not in _STRIPPED
+                 and self.relevant(("f:" + name,))}
+        owned["metadata"] = {name: value for name, value in obj.get("metadata", {}).items()
+                             if ("f:metadata", "f:" + name) not in _STRIPPED}
+        tree = fieldpath.creation_tree(owned, _zero(self.resource), self.shape)
         if tree:
             obj["metadata"]["managedFields"] = [_entry_record(self.key, now_rfc3339(), tree)]
 
@@ -405,7 +399,7 @@ class Applier(FieldManager):
             del managed.entries[self.key]
         elif merged != live or previous is None:
             entry.time = now_rfc3339()
-        self._update_last_applied(merged, live)
+        self._update_last_applied(merged)
         managed.write(merged)
         self._created = merged["metadata"].get("managedFields")
         return merged
@@ -440,11 +434,11 @@ class Applier(FieldManager):
             return set()
         return fieldpath.field_set(last_applied, self.shape) if isinstance(last_applied, dict) else set()
 
-    def _update_last_applied(self, merged: Obj, live: Obj) -> None:
+    def _update_last_applied(self, merged: Obj) -> None:
         """Server-side apply by kubectl keeps an existing last-applied annotation equal to what it applied."""
         if self.manager != KUBECTL_APPLY or self.subresource:
             return
-        if not (live.get("metadata", {}).get("annotations") or {}).get(LAST_APPLIED):
+        if not (merged["metadata"].get("annotations") or {}).get(LAST_APPLIED):
             return
         config = copy.deepcopy(self.config)
         annotations = (config.get("metadata") or {}).get("annotations")

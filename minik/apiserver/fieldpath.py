@@ -15,6 +15,7 @@ places where server-side apply differs from it.
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -71,7 +72,7 @@ _shapes: dict[tuple[str | None, str], Shape] = {}
 
 
 def kind_shape(kind: str) -> Shape:
-    """The shape of a whole object of ``kind``."""
+    """The shape of a whole object of ``kind`` (its fields are patchmeta's top-level fields of the kind)."""
     return Shape(type="kind:" + kind)
 
 
@@ -101,6 +102,7 @@ def _child(type_name: str | None, name: str) -> Shape:
                  atomic=field_type in _ATOMIC_TYPES and not keys)
 
 
+@functools.lru_cache(maxsize=None)
 def item(shape: Shape) -> Shape:
     """The shape of an item of a list of ``shape``."""
     return Shape(type=shape.type, atomic=shape.type in _ATOMIC_TYPES)
@@ -235,20 +237,23 @@ def creation_tree(obj: Obj, zero: Obj, shape: Shape) -> dict[str, Any]:
 
 def _creation(value: dict[str, Any], zero: Any, shape: Shape) -> dict[str, Any]:
     tree: dict[str, Any] = {}
+    zero_dict = zero if type(zero) is dict else {}
     for name in sorted(value):
         sub = value[name]
-        was = zero.get(name, _MISSING) if isinstance(zero, dict) else _MISSING
-        sub_shape = child(shape, name)
-        node: dict[str, Any] | None
-        if isinstance(sub, dict) and sub and not sub_shape.atomic:
-            node = _creation(sub, was, sub_shape)
-        elif isinstance(sub, list) and sub and (elements := list_elements(sub_shape, sub)) is not None:
-            inner = FREE if sub_shape.is_set else item(sub_shape)
-            node = {}
-            for element, entry in sorted(zip(elements, sub), key=lambda pair: pair[0]):
-                grand = _creation(entry, _MISSING, inner) if isinstance(entry, dict) and not inner.atomic else {}
-                node[element] = {MEMBER: {}, **grand} if grand else {}
-        else:
+        was = zero_dict.get(name, _MISSING)
+        kind = type(sub)
+        node: dict[str, Any] | None = None
+        if (kind is dict or kind is list) and sub:
+            sub_shape = child(shape, name)
+            if kind is dict and not sub_shape.atomic:
+                node = _creation(sub, was, sub_shape)
+            elif kind is list and (elements := list_elements(sub_shape, sub)) is not None:
+                inner = FREE if sub_shape.is_set else item(sub_shape)
+                node = {}
+                for element, entry in sorted(zip(elements, sub), key=lambda pair: pair[0]):
+                    grand = _creation(entry, _MISSING, inner) if type(entry) is dict and not inner.atomic else {}
+                    node[element] = {MEMBER: {}, **grand} if grand else {}
+        if node is None:  # a leaf: scalar, null, empty, atomic
             if was is _MISSING or was != sub:
                 tree["f:" + name] = {}
             continue

@@ -298,7 +298,7 @@ class ResourceRest:
             finalizers = list(umeta.get("finalizers") or [])
             policy = options.get("propagationPolicy")
             if policy is None and options.get("orphanDependents") is not None:
-                policy = "Orphan" if options["orphanDependents"] else "Background"
+                policy = "Orphan" if options["orphanDependents"] else "Foreground"  # as Kubernetes reads it
             finalizers = _gc_finalizers(finalizers, policy)
             held = self.strategy.prepare_for_delete(updated)
             if not grace and not finalizers and not held:

@@ -193,7 +193,7 @@ class ApiServer:
             if gone and not info.resource.strategy.return_deleted_object:
                 return ApiResponse.json(success_status(info.name or "", info.resource.group, info.resource.plural,
                                                        obj.get("metadata", {}).get("uid")))
-            accepted = not gone and options.get("propagationPolicy") == "Foreground"
+            accepted = not gone and options.get("orphanDependents") is False  # 202 only for this, as Kubernetes
             return ApiResponse.json(obj, 202 if accepted else 200)
         if verb == "deletecollection":
             options = _delete_options(request.body, request.headers.get("Content-Type"), query)
