@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-import pytest
 from click.testing import CliRunner, Result
 
 from minik.cli import cli
@@ -40,7 +38,6 @@ def subprocess_env(home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-kubectl_missing = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH")
 
 
 async def kubectl(tmp_path: Path, *args: str, kubeconfig: Path | None = None, server: str | None = None

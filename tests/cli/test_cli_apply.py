@@ -11,7 +11,7 @@ import pytest
 
 from minik.cli.apply import LAST_APPLIED, three_way_patch
 from minik.client import Client
-from cli_helpers import Invoke, kubectl, kubectl_missing
+from cli_helpers import Invoke, kubectl
 
 DEPLOYMENT = dedent("""\
     apiVersion: apps/v1
@@ -170,7 +170,6 @@ async def test_server_errors_are_printed_as_kubectl_prints_them(minik: Invoke, t
         "namespace \"default\". You must pass '--namespace=nowhere' to perform this operation.")
 
 
-@kubectl_missing
 async def test_minik_apply_and_kubectl_apply_agree(minik: Invoke, client: Client, cluster, tmp_path: Path) -> None:
     manifest = write(tmp_path / "web.yaml", DEPLOYMENT)
     code, out, err = await kubectl(tmp_path, "apply", "--validate=false", "-f", str(manifest), server=cluster.url)

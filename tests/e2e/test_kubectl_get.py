@@ -4,66 +4,15 @@ for get, api-resources, explain, and what create does with its default (strict) 
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
-import pytest
 import yaml
 
-KUBECTL = shutil.which("kubectl")
-pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not on the PATH")
 
 PODS = "/api/v1/namespaces/default/pods"
 
 
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
-
-    @property
-    def rows(self) -> list[list[str]]:
-        """The printed table, split on runs of spaces (cells minik prints never hold two spaces)."""
-        return [[cell.strip() for cell in line.split("  ") if cell.strip()]
-                for line in self.out.splitlines() if line.strip()]
-
-
-class Kubectl:
-    """kubectl with its own kubeconfig (server = the test's cluster, no auth), cache directory and HOME."""
-
-    def __init__(self, server: str, home: Path) -> None:
-        home.mkdir(parents=True, exist_ok=True)
-        config = home / "kubeconfig"
-        config.write_text(yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "current-context": "minik",
-            "clusters": [{"name": "minik", "cluster": {"server": server}}],
-            "contexts": [{"name": "minik", "context": {"cluster": "minik", "user": "nobody"}}],
-            "users": [{"name": "nobody", "user": {}}]}))
-        self.home = home
-        self.env = {**os.environ, "KUBECONFIG": str(config), "HOME": str(home), "KUBECACHEDIR": str(home / "cache")}
-
-    def command(self, *args: str) -> list[str]:
-        assert KUBECTL is not None
-        return [KUBECTL, "--cache-dir", str(self.home / "cache"), *args]
-
-    async def __call__(self, *args: str, stdin: str | None = None, ok: bool = True) -> Result:
-        process = await asyncio.create_subprocess_exec(
-            *self.command(*args), env=self.env, stdin=asyncio.subprocess.PIPE if stdin else None,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        out, err = await asyncio.wait_for(process.communicate(stdin.encode() if stdin else None), timeout=60)
-        result = Result(process.returncode or 0, out.decode(), err.decode())
-        if ok:
-            assert result.code == 0, f"kubectl {' '.join(args)} failed: {result.err}"
-        return result
-
-
-@pytest.fixture
-async def kubectl(cluster, tmp_path: Path) -> Kubectl:
-    return Kubectl(cluster.url, tmp_path / "kubectl")
 
 
 async def make_pod(http, name: str, labels: dict[str, str] | None = None, namespace: str = "default") -> None:

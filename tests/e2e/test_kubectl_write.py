@@ -9,74 +9,21 @@ kubeconfig and cache directory. Validation is kubectl's default (strict, checked
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 import yaml
+from kubectl_helpers import Result, finish
 
-KUBECTL = shutil.which("kubectl")
-pytestmark = [pytest.mark.skipif(KUBECTL is None, reason="kubectl is not on the PATH"), pytest.mark.timeout(120)]
+pytestmark = pytest.mark.timeout(120)
 
 PODS = "/api/v1/namespaces/default/pods"
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
-
-
-class Kubectl:
-    """kubectl with its own kubeconfig (the test's cluster, no credentials), cache directory and HOME."""
-
-    def __init__(self, server: str, home: Path) -> None:
-        home.mkdir(parents=True, exist_ok=True)
-        config = home / "kubeconfig"
-        config.write_text(yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "current-context": "minik",
-            "clusters": [{"name": "minik", "cluster": {"server": server}}],
-            "contexts": [{"name": "minik", "context": {"cluster": "minik", "user": "nobody", "namespace": "default"}}],
-            "users": [{"name": "nobody", "user": {}}]}))
-        self.home = home
-        self.env = {**os.environ, "KUBECONFIG": str(config), "HOME": str(home), "KUBECACHEDIR": str(home / "cache")}
-
-    def manifest(self, name: str, obj: dict[str, Any]) -> str:
-        path = self.home / name
-        path.write_text(yaml.safe_dump(obj))
-        return str(path)
-
-    async def start(self, *args: str) -> asyncio.subprocess.Process:
-        assert KUBECTL is not None
-        return await asyncio.create_subprocess_exec(
-            KUBECTL, "--cache-dir", str(self.home / "cache"), *args, env=self.env,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-
-    async def __call__(self, *args: str, ok: bool = True) -> Result:
-        process = await self.start(*args)
-        out, err = await asyncio.wait_for(process.communicate(), timeout=60)
-        result = Result(process.returncode or 0, out.decode(), err.decode())
-        if ok:
-            assert result.code == 0, f"kubectl {' '.join(args)} failed: {result.err}"
-        return result
-
-
-async def finish(process: asyncio.subprocess.Process, timeout: float = 30) -> Result:
-    out, err = await asyncio.wait_for(process.communicate(), timeout=timeout)
-    return Result(process.returncode or 0, out.decode(), err.decode())
-
-
-@pytest.fixture
-async def kubectl(cluster, tmp_path: Path) -> Kubectl:
-    return Kubectl(cluster.url, tmp_path / "kubectl")
 
 
 @pytest.fixture
