@@ -152,3 +152,25 @@ async def test_get_watch_prints_rows_as_objects_change(http, kubectl) -> None:
     finally:
         process.kill()
         await process.wait()
+
+
+async def test_describe_shows_the_object_and_its_events(http, kubectl) -> None:
+    await make_pod(http, "web", {"app": "web"})
+    _, pod = await http.get(f"{PODS}/web")
+    status, _ = await http.post("/api/v1/namespaces/default/events", {
+        "metadata": {"name": "web.1"}, "type": "Normal", "reason": "Scheduled",
+        "message": "Successfully assigned default/web to node-1", "count": 1,
+        "firstTimestamp": pod["metadata"]["creationTimestamp"], "lastTimestamp": pod["metadata"]["creationTimestamp"],
+        "source": {"component": "default-scheduler"},
+        "involvedObject": {"kind": "Pod", "namespace": "default", "name": "web", "uid": pod["metadata"]["uid"],
+                           "apiVersion": "v1"}})
+    assert status == 201
+    result = await kubectl("describe", "pod", "web")
+    lines = result.out.splitlines()
+    assert lines[0].split() == ["Name:", "web"]
+    assert any(line.split() == ["Namespace:", "default"] for line in lines)
+    assert any(line.split()[:2] == ["Labels:", "app=web"] for line in lines)
+    assert any(line.split() == ["Image:", "busybox"] for line in lines)
+    events = lines[lines.index(next(line for line in lines if line.startswith("Events:"))):]
+    assert any("Scheduled" in line and "default-scheduler" in line and
+               "Successfully assigned default/web to node-1" in line for line in events), events
