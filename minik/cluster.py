@@ -8,8 +8,10 @@ is on disk.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import structlog
 from aiohttp import web
@@ -17,6 +19,7 @@ from aiohttp import web
 from minik.api.resources import REGISTRY
 from minik.apiserver.http import build_app
 from minik.apiserver.server import ApiServer, ApiSettings
+from minik.client import Client
 from minik.store import Store, StoreSettings
 
 log = structlog.get_logger("minik.cluster")
@@ -24,6 +27,24 @@ log = structlog.get_logger("minik.cluster")
 #: the components `minik up` will run besides the store and the API server; each arrives with its own issue, and
 #: any of them can be left out (``--disable``) to run it elsewhere or not at all
 COMPONENTS = ("scheduler", "controllers", "node", "proxy")
+
+
+class Component(Protocol):
+    """A part of the cluster that runs beside the API server and talks to it only through its client."""
+
+    async def start(self) -> None:
+        """Start the component's tasks; return once it is running (not when it is done)."""
+
+    async def stop(self) -> None:
+        """Stop every task the component started and release what it holds."""
+
+
+#: builds a component from the cluster's settings and an in-process client; kept as functions that import their
+#: component lazily, so a disabled component costs nothing at start-up
+ComponentFactory = Callable[["ClusterSettings", Client], Component]
+
+#: component name -> factory, in start order (stopped in reverse); each component's issue adds its entry
+FACTORIES: dict[str, ComponentFactory] = {}
 
 
 @dataclass(frozen=True)
@@ -68,6 +89,8 @@ class Cluster:
         self.store: Store | None = None
         self.api: ApiServer | None = None
         self._runner: web.AppRunner | None = None
+        self.client: Client | None = None
+        self.components: dict[str, Component] = {}
         self.port: int = settings.port
         self.started_seconds: float = 0.0
 
@@ -94,17 +117,43 @@ class Cluster:
             sockets = self._runner.addresses
             if sockets:
                 self.port = int(sockets[0][1])
+            await self._start_components()
         except BaseException:
             await self.stop()
             raise
         self.started_seconds = time.perf_counter() - began
         log.info("cluster ready", url=self.url, seconds=round(self.started_seconds, 3), data_dir=str(s.data_dir))
 
+    async def _start_components(self) -> None:
+        """Start the enabled components in FACTORIES order, each with the in-process client."""
+        assert self.api is not None
+        self.client = Client.in_process(self.api)
+        for name, factory in FACTORIES.items():
+            if name in self.settings.disabled:
+                continue
+            component = factory(self.settings, self.client)
+            await component.start()
+            self.components[name] = component
+            log.info("component started", component=name)
+
+    async def _stop_components(self) -> None:
+        """Stop the components in reverse start order, while the API they talk to is still up."""
+        for name, component in reversed(list(self.components.items())):
+            try:
+                await component.stop()
+            except Exception:  # noqa: BLE001 - one component's failure must not keep the others running
+                log.exception("component failed to stop", component=name)
+        self.components.clear()
+        if self.client is not None:
+            await self.client.close()
+            self.client = None
+
     async def _end_watches(self, _app: web.Application) -> None:
         if self.store is not None:
             self.store.close_watches()
 
     async def stop(self) -> None:
+        await self._stop_components()
         if self._runner is not None:
             await self._runner.cleanup()  # stop accepting, end watches (on_shutdown), drain requests
             self._runner = None
