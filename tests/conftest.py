@@ -46,10 +46,12 @@ async def store(store_settings: StoreSettings) -> AsyncIterator[Store]:
 
 @pytest.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator["Cluster"]:
-    """A real cluster: store on a temporary SQLite file, API server on 127.0.0.1 with an ephemeral port."""
-    from minik.cluster import Cluster, ClusterSettings
+    """A real cluster: store on a temporary SQLite file, API server on 127.0.0.1 with an ephemeral port, and none
+    of the components (scheduler, controllers, node...), so API tests see only what they write themselves."""
+    from minik.cluster import COMPONENTS, Cluster, ClusterSettings
 
-    c = Cluster(ClusterSettings(data_dir=tmp_path / "cluster", port=0, synchronous="NORMAL"))
+    c = Cluster(ClusterSettings(data_dir=tmp_path / "cluster", port=0, synchronous="NORMAL",
+                                disabled=frozenset(COMPONENTS)))
     await c.start()
     try:
         yield c
