@@ -43,8 +43,14 @@ class Component(Protocol):
 #: component lazily, so a disabled component costs nothing at start-up
 ComponentFactory = Callable[["ClusterSettings", Client], Component]
 
+def _scheduler(settings: "ClusterSettings", client: Client) -> Component:
+    from minik.scheduler import Scheduler
+
+    return Scheduler(client)
+
+
 #: component name -> factory, in start order (stopped in reverse); each component's issue adds its entry
-FACTORIES: dict[str, ComponentFactory] = {}
+FACTORIES: dict[str, ComponentFactory] = {"scheduler": _scheduler}
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from minik.cli.common import target_options
 from minik.cli.delete import delete
 from minik.cli.describe import describe
 from minik.cli.get import get
+from minik.cli.scheduling import explain, scheduler
 from minik.cli.up import down, kubeconfig_path, status, up
 
 
@@ -28,7 +29,7 @@ def cli() -> None:
     """
 
 
-for command in (up, down, status, kubeconfig_path, apply, get, describe, delete):
+for command in (up, down, status, kubeconfig_path, apply, get, describe, delete, scheduler, explain):
     cli.add_command(command)
 
 

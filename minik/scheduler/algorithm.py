@@ -1,0 +1,247 @@
+"""One scheduling decision over the cache: pre-filter, filter (a rotating, bounded sample of nodes), pre-score,
+score, normalize, weight, and pick the best node at random among ties (kube-scheduler's schedulePod).
+
+The same code explains a decision (``explain``): every node's first failing filter, or each score plugin's
+weighted score and the total.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from minik.scheduler.framework import (Code, CycleState, FilterPlugin, NodeInfo, NodeList, NormalizePlugin,
+                                       PodInfo, PreFilterPlugin, PreScorePlugin, ScorePlugin, Status)
+from minik.scheduler.plugins.registry import Profile
+
+NO_NODES_MESSAGE = "no nodes available to schedule pods"
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE = 5
+
+
+def num_feasible_nodes_to_find(num_all_nodes: int, percentage: int = 0) -> int:
+    """How many feasible nodes to find before scoring (percentageOfNodesToScore): all of a small cluster; of a
+    large one, ``percentage`` percent, or when that is 0 an adaptive share (50% less 1% per 125 nodes, at least
+    5%), and never fewer than 100."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND or percentage >= 100:
+        return num_all_nodes
+    if percentage <= 0:
+        percentage = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE)
+    return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+@dataclass
+class Diagnosis:
+    """Why no node fits: each rejected node's status."""
+
+    num_all_nodes: int
+    statuses: dict[str, Status] = field(default_factory=dict)
+    pre_filter: Status | None = None
+    post_filter_message: str = ""
+
+    @property
+    def unschedulable_plugins(self) -> set[str]:
+        plugins = {s.plugin for s in self.statuses.values() if s.plugin}
+        if self.pre_filter is not None and self.pre_filter.plugin:
+            plugins.add(self.pre_filter.plugin)
+        return plugins
+
+    def message(self) -> str:
+        """Kubernetes' FitError message: "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated
+        taint {dedicated: gpu}. preemption: ..."."""
+        if self.num_all_nodes == 0:
+            return NO_NODES_MESSAGE
+        text = f"0/{self.num_all_nodes} nodes are available:"
+        if self.pre_filter is not None and self.pre_filter.message:
+            text += f" {self.pre_filter.message}."
+        counts: Counter[str] = Counter()
+        for status in self.statuses.values():
+            counts.update(status.reasons)
+        if counts:
+            text += " " + ", ".join(sorted(f"{n} {reason}" for reason, n in counts.items())) + "."
+        if self.post_filter_message:
+            text += f" {self.post_filter_message}."
+        return text
+
+
+class FitError(Exception):
+    def __init__(self, pod: PodInfo, diagnosis: Diagnosis) -> None:
+        super().__init__(diagnosis.message())
+        self.pod = pod
+        self.diagnosis = diagnosis
+
+
+@dataclass
+class ScheduleResult:
+    node: str
+    evaluated_nodes: int
+    feasible_nodes: int
+
+
+@dataclass
+class NodeExplanation:
+    node: str
+    status: Status
+    scores: dict[str, int] = field(default_factory=dict)
+    """Each score plugin's normalized score times its weight (feasible nodes only)."""
+    total: int = 0
+
+
+@dataclass
+class Explanation:
+    pod: str
+    nodes: list[NodeExplanation]
+    chosen: str | None
+    message: str
+
+
+class Algorithm:
+    """A profile's plugins sorted by extension point, and the state that spans cycles (the rotating start)."""
+
+    def __init__(self, profile: Profile, percentage_of_nodes_to_score: int = 0,
+                 rng: random.Random | None = None) -> None:
+        plugins = profile.plugins
+        self.pre_filters = [p for p in plugins if isinstance(p, PreFilterPlugin)]
+        self.filters = [p for p in plugins if isinstance(p, FilterPlugin)]
+        self.pre_scores = [p for p in plugins if isinstance(p, PreScorePlugin)]
+        self.scores = [(p, profile.weights.get(p.name, 1)) for p in plugins if isinstance(p, ScorePlugin)]
+        self.scores = [(p, w) for p, w in self.scores if w > 0]
+        self.percentage = percentage_of_nodes_to_score
+        self.rng = rng or random.Random()
+        self.next_start_node_index = 0
+
+    # -- filtering -----------------------------------------------------------------------------------------------
+    def run_pre_filters(self, state: CycleState, pod: PodInfo) -> Status | None:
+        """None when every pre-filter passed (or skipped); else the failure that rules out every node."""
+        for plugin in self.pre_filters:
+            status = plugin.pre_filter(state, pod)
+            if status.code == Code.SKIP:
+                state.skip_filters.add(plugin.name)
+            elif status.code != Code.SUCCESS:
+                return status.with_plugin(plugin.name)
+        return None
+
+    def active_filters(self, state: CycleState) -> list[tuple[str, Any]]:
+        return [(p.name, p.filter) for p in self.filters if p.name not in state.skip_filters]
+
+    def run_filters(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        for name, run in self.active_filters(state):
+            status = run(state, pod, node)
+            if status.code:
+                return status.with_plugin(name)
+        return Status()
+
+    def find_feasible(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
+                      diagnosis: Diagnosis) -> list[NodeInfo]:
+        total = len(nodes)
+        want = num_feasible_nodes_to_find(total, self.percentage)
+        filters = self.active_filters(state)
+        feasible: list[NodeInfo] = []
+        statuses = diagnosis.statuses
+        start = self.next_start_node_index % total if total else 0
+        processed = 0
+        for node in _rotated(nodes, start):
+            processed += 1
+            for name, run in filters:
+                status = run(state, pod, node)
+                if status.code:
+                    statuses[node.name] = status.with_plugin(name)
+                    break
+            else:
+                feasible.append(node)
+                if len(feasible) >= want:
+                    break
+        if total:
+            self.next_start_node_index = (start + processed) % total
+        return feasible
+
+    # -- scoring -------------------------------------------------------------------------------------------------
+    def score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
+              breakdown: dict[str, list[int]] | None = None) -> list[int]:
+        """The weighted total of every score plugin for each node (in ``nodes`` order)."""
+        for plugin in self.pre_scores:
+            if plugin.pre_score(state, pod, nodes).code == Code.SKIP:
+                state.skip_scores.add(plugin.name)
+        totals = [0] * len(nodes)
+        for plugin, weight in self.scores:
+            if plugin.name in state.skip_scores:
+                continue
+            run = plugin.score
+            scores = [run(state, pod, node) for node in nodes]
+            if isinstance(plugin, NormalizePlugin):
+                plugin.normalize(state, pod, scores)
+            if breakdown is not None:
+                breakdown[plugin.name] = [s * weight for s in scores]
+            if weight == 1:
+                totals = [t + s for t, s in zip(totals, scores)]
+            else:
+                totals = [t + s * weight for t, s in zip(totals, scores)]
+        return totals
+
+    def select(self, nodes: list[NodeInfo], totals: list[int]) -> NodeInfo:
+        """The best node; ties broken uniformly at random (reservoir sampling, as kube-scheduler's selectHost)."""
+        best = max(totals)
+        ties = [i for i, t in enumerate(totals) if t == best]
+        return nodes[ties[0] if len(ties) == 1 else self.rng.choice(ties)]
+
+    # -- one decision --------------------------------------------------------------------------------------------
+    def schedule(self, pod: PodInfo, node_list: NodeList) -> ScheduleResult:
+        """The node for the pod, or FitError with the diagnosis. Runs without awaiting: one consistent view."""
+        nodes = node_list.all()
+        diagnosis = Diagnosis(len(nodes))
+        if not nodes:
+            raise FitError(pod, diagnosis)
+        state = CycleState(node_list)
+        failed = self.run_pre_filters(state, pod)
+        if failed is not None:
+            diagnosis.pre_filter = failed
+            for node in nodes:
+                diagnosis.statuses[node.name] = failed
+            raise FitError(pod, diagnosis)
+        feasible = self.find_feasible(state, pod, nodes, diagnosis)
+        if not feasible:
+            raise FitError(pod, diagnosis)
+        if len(feasible) == 1:
+            return ScheduleResult(feasible[0].name, len(diagnosis.statuses) + 1, 1)
+        totals = self.score(state, pod, feasible)
+        chosen = self.select(feasible, totals)
+        return ScheduleResult(chosen.name, len(diagnosis.statuses) + len(feasible), len(feasible))
+
+    def explain(self, pod: PodInfo, node_list: NodeList) -> Explanation:
+        """Every node's verdict (no sampling): the first filter that rejects it, or its scores."""
+        nodes = node_list.all()
+        state = CycleState(node_list)
+        diagnosis = Diagnosis(len(nodes))
+        failed = self.run_pre_filters(state, pod)
+        explained: list[NodeExplanation] = []
+        feasible: list[NodeInfo] = []
+        for node in nodes:
+            status = failed if failed is not None else self.run_filters(state, pod, node)
+            explained.append(NodeExplanation(node.name, status))
+            if status.ok:
+                feasible.append(node)
+            else:
+                diagnosis.statuses[node.name] = status
+        if failed is not None:
+            diagnosis.pre_filter = failed
+        chosen: str | None = None
+        if feasible:
+            breakdown: dict[str, list[int]] = {}
+            totals = self.score(state, pod, feasible, breakdown)
+            by_name = {e.node: e for e in explained}
+            for i, node in enumerate(feasible):
+                entry = by_name[node.name]
+                entry.scores = {name: values[i] for name, values in breakdown.items()}
+                entry.total = totals[i]
+            best = max(totals)
+            chosen = ", ".join(n.name for n, t in zip(feasible, totals) if t == best)
+            message = f"{len(feasible)}/{len(nodes)} nodes are feasible"
+        else:
+            message = diagnosis.message()
+        return Explanation(pod.key, explained, chosen, message)
+
+
+def _rotated(nodes: list[NodeInfo], start: int) -> list[NodeInfo]:
+    return nodes[start:] + nodes[:start] if start else nodes

@@ -1,0 +1,106 @@
+"""The scheduler's cache: every node with the pods on it, counting the pods it has assumed (decided, not yet
+seen bound) so that the next decision already sees their requests.
+
+A pod is counted on one node at most. When the informer reports an assumed pod bound, the assumption is
+confirmed; when its bind fails, ``forget`` takes it back. A pod may name a node the cache has not seen yet: its
+NodeInfo exists (to hold the pod) but is not offered for scheduling until the node arrives.
+"""
+
+from __future__ import annotations
+
+from minik.scheduler.framework import NodeInfo, PodInfo
+
+
+class Cache:
+    def __init__(self) -> None:
+        self._infos: dict[str, NodeInfo] = {}
+        self._listed: list[NodeInfo] | None = None
+        self._pod_nodes: dict[str, str] = {}
+        self.assumed: set[str] = set()
+
+    # -- the NodeList a cycle reads --------------------------------------------------------------------------------
+    def all(self) -> list[NodeInfo]:
+        """The nodes that exist, in a stable order (by name); shared, read-only."""
+        if self._listed is None:
+            self._listed = sorted((i for i in self._infos.values() if i.node), key=lambda i: i.name)
+        return self._listed
+
+    def get(self, name: str) -> NodeInfo | None:
+        info = self._infos.get(name)
+        return info if info is not None and info.node else None
+
+    def __len__(self) -> int:
+        return len(self.all())
+
+    # -- nodes ----------------------------------------------------------------------------------------------------
+    def set_node(self, node: dict) -> NodeInfo:
+        name = (node.get("metadata") or {}).get("name") or ""
+        info = self._infos.get(name)
+        if info is None:
+            info = self._infos[name] = NodeInfo(node)
+            self._listed = None
+        else:
+            if not info.node:
+                self._listed = None
+            info.set_node(node)
+        return info
+
+    def remove_node(self, name: str) -> None:
+        info = self._infos.get(name)
+        if info is None:
+            return
+        if info.pods:
+            info.node = {}  # keep the pods' accounting until they are deleted too
+        else:
+            del self._infos[name]
+        self._listed = None
+
+    # -- pods -----------------------------------------------------------------------------------------------------
+    def node_of(self, key: str) -> str | None:
+        return self._pod_nodes.get(key)
+
+    def pod(self, key: str) -> PodInfo | None:
+        node = self._pod_nodes.get(key)
+        return self._infos[node].pods.get(key) if node is not None else None
+
+    def _place(self, pod: PodInfo, node_name: str) -> None:
+        info = self._infos.get(node_name)
+        if info is None:
+            info = self._infos[node_name] = NodeInfo(name=node_name)
+        info.add_pod(pod)
+        self._pod_nodes[pod.key] = node_name
+
+    def assume(self, pod: PodInfo, node_name: str) -> None:
+        """Count the pod on the node at once (the scheduling cycle's decision), before the bind is written."""
+        self.remove_pod(pod.key)
+        self._place(pod, node_name)
+        self.assumed.add(pod.key)
+
+    def forget(self, key: str) -> None:
+        """Undo an assumption whose bind failed."""
+        if key in self.assumed:
+            self.remove_pod(key)
+
+    def is_assumed(self, key: str) -> bool:
+        return key in self.assumed
+
+    def add_pod(self, pod: PodInfo) -> None:
+        """A bound pod from the informer (added or updated): counted on its node, replacing any assumption."""
+        self.remove_pod(pod.key)
+        self._place(pod, pod.node_name)
+
+    def remove_pod(self, key: str) -> PodInfo | None:
+        self.assumed.discard(key)
+        node_name = self._pod_nodes.pop(key, None)
+        if node_name is None:
+            return None
+        info = self._infos.get(node_name)
+        if info is None:
+            return None
+        removed = info.remove_pod(key)
+        if not info.node and not info.pods:
+            del self._infos[node_name]
+        return removed
+
+    def pod_count(self) -> int:
+        return len(self._pod_nodes)

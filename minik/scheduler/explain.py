@@ -1,0 +1,32 @@
+"""Explain a scheduling decision from the cluster's current state, read through the client: for every node, the
+filter that rejects the pod and why, or each score plugin's weighted score and the total; and the winner."""
+
+from __future__ import annotations
+
+from minik.client import Client
+from minik.scheduler.algorithm import Algorithm, Explanation
+from minik.scheduler.cache import Cache
+from minik.scheduler.framework import PodInfo
+from minik.scheduler.plugins.registry import ProfileConfig, build_profile
+
+
+async def load_cache(client: Client) -> Cache:
+    """The scheduler's view of the cluster: every node, and every pod bound to one that is still running."""
+    cache = Cache()
+    for node in (await client.list_all("nodes"))["items"]:
+        cache.set_node(node)
+    for pod in (await client.list_all("pods"))["items"]:
+        info = PodInfo(pod)
+        if info.node_name and not info.terminal:
+            cache.add_pod(info)
+    return cache
+
+
+async def explain_pod(client: Client, name: str, namespace: str, profile: ProfileConfig | None = None
+                      ) -> Explanation:
+    """How the default profile would place the pod now (a bound pod is taken off its node first)."""
+    pod = await client.get("pods", name, namespace)
+    info = PodInfo(pod)
+    cache = await load_cache(client)
+    cache.remove_pod(info.key)
+    return Algorithm(build_profile(profile)).explain(info, cache)

@@ -1,0 +1,21 @@
+"""NodeUnschedulable: cordoned nodes (spec.unschedulable) take no new pods, unless the pod tolerates the
+node.kubernetes.io/unschedulable:NoSchedule taint."""
+
+from __future__ import annotations
+
+from minik.scheduler.framework import SUCCESS, CycleState, NodeInfo, PodInfo, Status, unresolvable
+from minik.scheduler.plugins.taint_toleration import tolerates
+
+ERR_REASON = "node(s) were unschedulable"
+UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+
+
+class NodeUnschedulable:
+    name = "NodeUnschedulable"
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        if not node.unschedulable:
+            return SUCCESS
+        if any(tolerates(t, UNSCHEDULABLE_TAINT) for t in pod.tolerations):
+            return SUCCESS
+        return unresolvable(ERR_REASON)

@@ -1,0 +1,64 @@
+"""The registry: plugin names -> factories, and the default profile (which plugins run, each score's weight),
+with kube-scheduler's default weights."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from minik.scheduler.framework import Plugin
+from minik.scheduler.plugins.balanced_allocation import BalancedAllocation
+from minik.scheduler.plugins.node_affinity import NodeAffinity
+from minik.scheduler.plugins.node_name import NodeName
+from minik.scheduler.plugins.node_ports import NodePorts
+from minik.scheduler.plugins.node_resources_fit import LEAST_ALLOCATED, NodeResourcesFit
+from minik.scheduler.plugins.node_unschedulable import NodeUnschedulable
+from minik.scheduler.plugins.taint_toleration import TaintToleration
+
+PluginFactory = Callable[["ProfileConfig"], Plugin]
+
+
+@dataclass(frozen=True)
+class ProfileConfig:
+    scoring_strategy: str = LEAST_ALLOCATED
+    """NodeResourcesFit's scoring: LeastAllocated (spread) or MostAllocated (bin packing)."""
+
+    disabled: frozenset[str] = frozenset()
+    """Plugins of the default profile not to run."""
+
+    weights: dict[str, int] = field(default_factory=dict)
+    """Score weights overriding DEFAULT_WEIGHTS."""
+
+
+REGISTRY: dict[str, PluginFactory] = {
+    "NodeUnschedulable": lambda c: NodeUnschedulable(),
+    "NodeName": lambda c: NodeName(),
+    "TaintToleration": lambda c: TaintToleration(),
+    "NodeAffinity": lambda c: NodeAffinity(),
+    "NodePorts": lambda c: NodePorts(),
+    "NodeResourcesFit": lambda c: NodeResourcesFit(c.scoring_strategy),
+    "NodeResourcesBalancedAllocation": lambda c: BalancedAllocation(),
+}
+
+#: the default profile in kube-scheduler's order (cheap, decisive filters first)
+DEFAULT_PLUGINS = ("NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts",
+                   "NodeResourcesFit", "NodeResourcesBalancedAllocation")
+
+DEFAULT_WEIGHTS = {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1,
+                   "NodeResourcesBalancedAllocation": 1}
+
+
+@dataclass(frozen=True)
+class Profile:
+    plugins: tuple[Plugin, ...]
+    weights: dict[str, int]
+
+
+def build_profile(config: ProfileConfig | None = None) -> Profile:
+    config = config or ProfileConfig()
+    unknown = set(config.disabled) - set(REGISTRY)
+    if unknown:
+        raise ValueError(f"unknown plugins {sorted(unknown)}")
+    plugins = tuple(REGISTRY[name](config) for name in DEFAULT_PLUGINS if name not in config.disabled)
+    weights = {**DEFAULT_WEIGHTS, **config.weights}
+    return Profile(plugins, weights)

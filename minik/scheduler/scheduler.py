@@ -1,0 +1,245 @@
+"""The scheduler: informers feed the queue and the cache; one loop pops a pod, decides its node, assumes it there
+and binds it asynchronously (kube-scheduler's scheduleOne, scheduling cycle then binding cycle).
+
+It talks to the cluster only through its client: pods with no spec.nodeName whose spec.schedulerName is its own
+name are its to place; every bound pod and every node feed the cache. On success the API server's binding sets
+the PodScheduled condition and the scheduler records a ``Scheduled`` event; when no node fits, it writes
+PodScheduled False (reason Unschedulable, with Kubernetes' message) and a ``FailedScheduling`` event, which the
+recorder aggregates across retries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from minik.aio import start_task, stop_task
+from minik.api.errors import StatusError
+from minik.api.timestamps import now_rfc3339
+from minik.client import STRATEGIC_MERGE_PATCH, Client, TransportError
+from minik.events import NORMAL, WARNING, EventRecorder
+from minik.informers import Informer
+from minik.scheduler.algorithm import Algorithm, FitError
+from minik.scheduler.cache import Cache
+from minik.scheduler.framework import DEFAULT_SCHEDULER_NAME, PodInfo
+from minik.scheduler.plugins.registry import ProfileConfig, build_profile
+from minik.scheduler.preemption import Preemptor
+from minik.scheduler.queue import (ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE, QueuedPod,
+                                   QueueSettings, SchedulingQueue)
+
+log = structlog.get_logger("minik.scheduler")
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SchedulerSettings:
+    name: str = DEFAULT_SCHEDULER_NAME
+    """The spec.schedulerName this scheduler serves, and the source of its events."""
+
+    percentage_of_nodes_to_score: int = 0
+    """How many feasible nodes to find before scoring, as a percentage of all nodes; 0 is adaptive (50% less 1%
+    per 125 nodes, at least 5%), and never fewer than 100 nodes."""
+
+    profile: ProfileConfig = field(default_factory=ProfileConfig)
+    """Which plugins run, the scoring strategy and the score weights."""
+
+    queue: QueueSettings = field(default_factory=QueueSettings)
+    """Backoff and the unschedulable pool's timing."""
+
+    preemption: bool = True
+    """Whether a pod no node fits may evict lower-priority pods."""
+
+
+def _reference(pod: Obj) -> Obj:
+    """What the event recorder needs of a pod (items from a list carry no kind)."""
+    meta = pod.get("metadata") or {}
+    return {"kind": "Pod", "apiVersion": "v1",
+            "metadata": {k: meta[k] for k in ("name", "namespace", "uid") if meta.get(k)}}
+
+
+class Scheduler:
+    def __init__(self, client: Client, settings: SchedulerSettings | None = None) -> None:
+        self.client = client
+        self.settings = settings or SchedulerSettings()
+        self.name = self.settings.name
+        self.cache = Cache()
+        self.algorithm = Algorithm(build_profile(self.settings.profile), self.settings.percentage_of_nodes_to_score)
+        self.queue: SchedulingQueue | None = None
+        self.recorder = EventRecorder(client, self.name, max_pending=100_000)
+        self.preemptor = Preemptor(self.algorithm, client, self.name, self.recorder)
+        self.pods = Informer(client, "pods")
+        self.nodes = Informer(client, "nodes")
+        self.pods.add_handlers(self._pod_added, self._pod_updated, self._pod_deleted)
+        self.nodes.add_handlers(self._node_added, self._node_updated, self._node_deleted)
+        self._loop: asyncio.Task[None] | None = None
+        self._writes: set[asyncio.Task[None]] = set()
+        self._log = log.bind(scheduler=self.name)
+        self.scheduled = 0
+        self.attempts = 0
+
+    # -- lifecycle ------------------------------------------------------------------------------------------------
+    async def start(self) -> None:
+        self.queue = SchedulingQueue(self.settings.queue)
+        await self.recorder.start()
+        self.nodes.start()
+        self.pods.start()
+        await self.nodes.wait_for_sync()
+        await self.pods.wait_for_sync()
+        self.queue.start()
+        self._loop = start_task(self._run(), name=f"scheduler {self.name}")
+        self._log.info("scheduler started", nodes=len(self.cache), pending=len(self.queue))
+
+    async def stop(self) -> None:
+        await stop_task(self._loop)
+        self._loop = None
+        for task in list(self._writes):
+            await stop_task(task)
+        await self.preemptor.stop()
+        await self.pods.stop()
+        await self.nodes.stop()
+        if self.queue is not None:
+            await self.queue.stop()
+        await self.recorder.stop()
+        self._log.info("scheduler stopped", scheduled=self.scheduled)
+
+    def _spawn(self, coro: Any, name: str) -> None:
+        task = start_task(coro, name=name)
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+
+    # -- informer handlers ----------------------------------------------------------------------------------------
+    def _responsible(self, info: PodInfo) -> bool:
+        return not info.node_name and info.scheduler_name == self.name and not info.deleting and not info.terminal
+
+    def _pod_added(self, pod: Obj) -> None:
+        info = PodInfo(pod)
+        if info.node_name:
+            if not info.terminal:
+                self.cache.add_pod(info)
+                if info.has_affinity_terms and self.queue is not None:
+                    self.queue.move_all(ASSIGNED_POD_ADD)
+        elif self._responsible(info) and self.queue is not None:
+            self.queue.add(info)
+
+    def _pod_updated(self, old: Obj, pod: Obj) -> None:
+        info = PodInfo(pod)
+        queue = self.queue
+        if info.node_name:
+            if queue is not None:
+                queue.delete(info.key)
+            if info.terminal:
+                if self.cache.remove_pod(info.key) is not None and queue is not None:
+                    queue.move_all(ASSIGNED_POD_DELETE)
+            else:
+                self.cache.add_pod(info)
+        elif queue is not None:
+            if self._responsible(info):
+                queue.update(info)
+            else:
+                queue.delete(info.key)
+
+    def _pod_deleted(self, pod: Obj) -> None:
+        info = PodInfo(pod)
+        if self.queue is not None:
+            self.queue.delete(info.key)
+        if self.cache.remove_pod(info.key) is not None and self.queue is not None:
+            self.queue.move_all(ASSIGNED_POD_DELETE)
+
+    def _node_added(self, node: Obj) -> None:
+        self.cache.set_node(node)
+        if self.queue is not None:
+            self.queue.move_all(NODE_ADD)
+
+    def _node_updated(self, old: Obj, node: Obj) -> None:
+        self.cache.set_node(node)
+        if self.queue is not None and _node_changed_for_scheduling(old, node):
+            self.queue.move_all(NODE_UPDATE)
+
+    def _node_deleted(self, node: Obj) -> None:
+        self.cache.remove_node((node.get("metadata") or {}).get("name") or "")
+
+    # -- the scheduling loop --------------------------------------------------------------------------------------
+    async def _run(self) -> None:
+        assert self.queue is not None
+        while True:
+            qp = await self.queue.pop()
+            try:
+                self.schedule_one(qp)
+            except Exception:  # noqa: BLE001 - a bug in one cycle must not stop scheduling
+                self._log.exception("scheduling cycle failed", pod=qp.key)
+                self.queue.add_backoff(qp)
+            await asyncio.sleep(0)  # let the informers and the binds run between cycles
+
+    def schedule_one(self, qp: QueuedPod) -> None:
+        """One scheduling cycle, without awaiting: decide, assume, and start the bind."""
+        assert self.queue is not None
+        info = qp.info
+        self.attempts += 1
+        try:
+            result = self.algorithm.schedule(info, self.cache)
+        except FitError as fit:
+            nominated = None
+            if self.settings.preemption:
+                nominated = self.preemptor.preempt(info, self.cache, fit.diagnosis)
+            self.queue.add_unschedulable(qp, fit.diagnosis.unschedulable_plugins)
+            message = fit.diagnosis.message()
+            self._log.debug("unschedulable", pod=info.key, message=message)
+            self.recorder.event(_reference(info.pod), WARNING, "FailedScheduling", message)
+            self._spawn(self._mark_unschedulable(info, message, nominated), f"unschedulable {info.key}")
+            return
+        self.cache.assume(info, result.node)
+        self.queue.done(qp)
+        self._spawn(self._bind(qp, result.node), f"bind {info.key}")
+
+    async def _bind(self, qp: QueuedPod, node: str) -> None:
+        info = qp.info
+        try:
+            await self.client.bind(info.name, node, info.namespace, uid=info.uid or None)
+        except (StatusError, TransportError) as exc:
+            self.cache.forget(info.key)
+            message = getattr(exc, "message", str(exc))
+            self._log.info("bind failed", pod=info.key, node=node, error=message)
+            current = self.pods.get(info.key)
+            if current is not None and self._responsible(PodInfo(current)) and self.queue is not None:
+                self.queue.add_backoff(qp)
+                self.recorder.event(_reference(info.pod), WARNING, "FailedScheduling", f"Binding rejected: {message}")
+            return
+        self.scheduled += 1
+        self.recorder.event(_reference(info.pod), NORMAL, "Scheduled",
+                            f"Successfully assigned {info.key} to {node}")
+
+    async def _mark_unschedulable(self, info: PodInfo, message: str, nominated: str | None) -> None:
+        """PodScheduled False with reason Unschedulable (written only when it changes), and the nominated node."""
+        current = self.pods.get(info.key) or info.pod
+        status = current.get("status") or {}
+        condition = next((c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), None)
+        patch_status: Obj = {}
+        if condition is None or condition.get("status") != "False" or condition.get("message") != message:
+            patch_status["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                           "message": message, "lastProbeTime": None,
+                                           "lastTransitionTime": now_rfc3339()}]
+        if nominated and status.get("nominatedNodeName") != nominated:
+            patch_status["nominatedNodeName"] = nominated
+        if not patch_status:
+            return
+        try:
+            await self.client.patch_status("pods", info.name, {"status": patch_status}, info.namespace,
+                                           content_type=STRATEGIC_MERGE_PATCH)
+        except (StatusError, TransportError) as exc:
+            self._log.info("could not update the pod's status", pod=info.key, error=str(exc))
+
+
+def _node_changed_for_scheduling(old: Obj, new: Obj) -> bool:
+    """A change that could make a pod fit: allocatable, labels, taints, unschedulable, conditions."""
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    if old_meta.get("labels") != new_meta.get("labels") or old.get("spec") != new.get("spec"):
+        return True
+    old_status, new_status = old.get("status") or {}, new.get("status") or {}
+    if old_status.get("allocatable") != new_status.get("allocatable"):
+        return True
+    return [(c.get("type"), c.get("status")) for c in old_status.get("conditions") or []] != \
+        [(c.get("type"), c.get("status")) for c in new_status.get("conditions") or []]

@@ -1,0 +1,98 @@
+"""Objects and waits the scheduler tests share: nodes as a node agent would register them, pods, polling."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from minik.client import Client
+from minik.scheduler.framework import NodeInfo, PodInfo
+
+Obj = dict[str, Any]
+
+
+def node_object(name: str, *, cpu: str = "4", memory: str = "8Gi", pods: str = "110",
+                labels: Mapping[str, str] | None = None, taints: list[Obj] | None = None,
+                unschedulable: bool = False, extra: Mapping[str, str] | None = None) -> Obj:
+    """A Node as a node agent registers it: capacity = allocatable, the well-known labels, Ready."""
+    amounts = {"cpu": cpu, "memory": memory, "pods": pods, "ephemeral-storage": "100Gi", **(extra or {})}
+    spec: Obj = {}
+    if taints:
+        spec["taints"] = taints
+    if unschedulable:
+        spec["unschedulable"] = True
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                                              "kubernetes.io/arch": "amd64", **(labels or {})}},
+        "spec": spec,
+        "status": {"capacity": amounts, "allocatable": amounts,
+                   "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                                   "message": "kubelet is posting ready status"}]},
+    }
+
+
+def pod_object(name: str, *, cpu: str | None = None, memory: str | None = None, namespace: str = "default",
+               labels: Mapping[str, str] | None = None, **spec: Any) -> Obj:
+    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v}
+    container: Obj = {"name": "main", "image": "registry.k8s.io/pause:3.9"}
+    if requests:
+        container["resources"] = {"requests": requests}
+    if "ports" in spec:
+        container["ports"] = spec.pop("ports")
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "labels": dict(labels or {})},
+            "spec": {"containers": [container], **spec}}
+
+
+async def create_node(client: Client, name: str, **kwargs: Any) -> Obj:
+    node = node_object(name, **kwargs)
+    created = await client.create("nodes", node)
+    # status is the node agent's to write: through the status subresource, as a kubelet does
+    created["status"] = node["status"]
+    return await client.update_status("nodes", created)
+
+
+async def wait_for(check: Callable[[], Awaitable[Any]], timeout: float = 10.0, interval: float = 0.02) -> Any:
+    """Poll ``check`` until it returns something truthy; TimeoutError after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = await check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"condition not met within {timeout}s (last: {value!r})")
+        await asyncio.sleep(interval)
+
+
+async def node_of(client: Client, name: str, namespace: str = "default") -> str:
+    pod = await client.get("pods", name, namespace)
+    return pod["spec"].get("nodeName") or ""
+
+
+async def wait_bound(client: Client, name: str, namespace: str = "default", timeout: float = 10.0) -> str:
+    return await wait_for(lambda: node_of(client, name, namespace), timeout)
+
+
+async def events_for(client: Client, name: str, namespace: str = "default") -> list[Obj]:
+    listing = await client.list("events", namespace, field_selector=f"involvedObject.name={name}")
+    return listing["items"]
+
+
+def node_info(name: str, *, pods: list[Obj] | None = None, **kwargs: Any) -> NodeInfo:
+    """A NodeInfo for plugin table tests, with existing pods bound to it."""
+    info = NodeInfo(node_object(name, **kwargs))
+    for pod in pods or []:
+        pod = {**pod, "metadata": {"uid": pod["metadata"]["name"], **pod["metadata"]},
+               "spec": {**pod["spec"], "nodeName": name}}
+        info.add_pod(PodInfo(pod))
+    return info
+
+
+def pod_info(name: str = "p", **kwargs: Any) -> PodInfo:
+    pod = pod_object(name, **kwargs)
+    pod["metadata"]["uid"] = f"uid-{name}"
+    pod["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    return PodInfo(pod)
