@@ -12,8 +12,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from minik.scheduler.framework import (Code, CycleState, FilterPlugin, NodeInfo, NodeList, NormalizePlugin,
-                                       PodInfo, PreFilterPlugin, PreScorePlugin, ScorePlugin, Status)
+from minik.scheduler.framework import (BatchFilterPlugin, BatchScorePlugin, Code, CycleState, FilterPlugin,
+                                       NodeInfo, NodeList, NormalizePlugin, PodInfo, PreFilterPlugin,
+                                       PreScorePlugin, ScorePlugin, Status)
 from minik.scheduler.plugins.registry import Profile
 
 NO_NODES_MESSAGE = "no nodes available to schedule pods"
@@ -108,6 +109,10 @@ class Algorithm:
         self.pre_scores = [p for p in plugins if isinstance(p, PreScorePlugin)]
         self.scores = [(p, profile.weights.get(p.name, 1)) for p in plugins if isinstance(p, ScorePlugin)]
         self.scores = [(p, w) for p, w in self.scores if w > 0]
+        # resolved once: runtime protocol checks are far too slow for every cycle
+        self._batch_filters = {p.name for p in self.filters if isinstance(p, BatchFilterPlugin)}
+        self._batch_scores = {p.name for p in plugins if isinstance(p, BatchScorePlugin)}
+        self._normalizers = {p.name for p in plugins if isinstance(p, NormalizePlugin)}
         self.percentage = percentage_of_nodes_to_score
         self.rng = rng or random.Random()
         self.next_start_node_index = 0
@@ -135,24 +140,41 @@ class Algorithm:
 
     def find_feasible(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
                       diagnosis: Diagnosis) -> list[NodeInfo]:
+        """Filter nodes in order from the rotating start until enough are feasible. Nodes go through in chunks of
+        as many as are still wanted, each filter checking a whole chunk at once; so exactly the nodes a
+        node-by-node loop would visit are visited."""
         total = len(nodes)
         want = num_feasible_nodes_to_find(total, self.percentage)
-        filters = self.active_filters(state)
+        filters = [p for p in self.filters if p.name not in state.skip_filters]
         feasible: list[NodeInfo] = []
         statuses = diagnosis.statuses
         start = self.next_start_node_index % total if total else 0
+        order = _rotated(nodes, start)
         processed = 0
-        for node in _rotated(nodes, start):
-            processed += 1
-            for name, run in filters:
-                status = run(state, pod, node)
-                if status.code:
-                    statuses[node.name] = status.with_plugin(name)
+        while processed < total and len(feasible) < want:
+            chunk = order[processed:processed + want - len(feasible)]
+            processed += len(chunk)
+            for plugin in filters:
+                if plugin.name in self._batch_filters:
+                    passed = plugin.filter_nodes(state, pod, chunk)  # type: ignore[attr-defined]
+                    if len(passed) != len(chunk):
+                        kept = set(map(id, passed))
+                        for node in chunk:
+                            if id(node) not in kept:
+                                statuses[node.name] = plugin.filter(state, pod, node).with_plugin(plugin.name)
+                    chunk = passed
+                else:
+                    passed = []
+                    for node in chunk:
+                        status = plugin.filter(state, pod, node)
+                        if status.code:
+                            statuses[node.name] = status.with_plugin(plugin.name)
+                        else:
+                            passed.append(node)
+                    chunk = passed
+                if not chunk:
                     break
-            else:
-                feasible.append(node)
-                if len(feasible) >= want:
-                    break
+            feasible.extend(chunk)
         if total:
             self.next_start_node_index = (start + processed) % total
         return feasible
@@ -168,10 +190,13 @@ class Algorithm:
         for plugin, weight in self.scores:
             if plugin.name in state.skip_scores:
                 continue
-            run = plugin.score
-            scores = [run(state, pod, node) for node in nodes]
-            if isinstance(plugin, NormalizePlugin):
-                plugin.normalize(state, pod, scores)
+            if plugin.name in self._batch_scores:
+                scores = plugin.score_nodes(state, pod, nodes)  # type: ignore[attr-defined]
+            else:
+                run = plugin.score
+                scores = [run(state, pod, node) for node in nodes]
+            if plugin.name in self._normalizers:
+                plugin.normalize(state, pod, scores)  # type: ignore[attr-defined]
             if breakdown is not None:
                 breakdown[plugin.name] = [s * weight for s in scores]
             if weight == 1:

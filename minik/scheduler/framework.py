@@ -281,7 +281,8 @@ class NodeInfo:
 
     __slots__ = ("name", "node", "labels", "taints", "unschedulable", "allocatable", "requested",
                  "non_zero_cpu", "non_zero_memory", "pods", "used_ports", "pods_with_affinity",
-                 "pods_with_required_anti_affinity", "owner_counts", "generation", "has_hard_taints")
+                 "pods_with_required_anti_affinity", "owner_counts", "generation", "has_hard_taints",
+                 "free_milli_cpu", "free_memory", "free_pods", "alloc_milli_cpu", "alloc_memory")
 
     def __init__(self, node: Obj | None = None, name: str = "") -> None:
         self.name = name
@@ -300,6 +301,9 @@ class NodeInfo:
         self.pods_with_required_anti_affinity: dict[str, PodInfo] = {}
         self.owner_counts: dict[str, int] = {}
         self.generation = 0
+        # flat copies of the hot numbers, so a cycle's per-node checks are plain attribute reads
+        self.free_milli_cpu = self.free_memory = self.free_pods = 0
+        self.alloc_milli_cpu = self.alloc_memory = 0
         if node is not None:
             self.set_node(node)
 
@@ -314,6 +318,15 @@ class NodeInfo:
         self.has_hard_taints = any(t.get("effect") in ("NoSchedule", "NoExecute") for t in self.taints)
         self.unschedulable = bool(spec.get("unschedulable"))
         self.allocatable = Resource.from_list(status.get("allocatable") or status.get("capacity") or {})
+        self._refresh()
+
+    def _refresh(self) -> None:
+        alloc, used = self.allocatable, self.requested
+        self.alloc_milli_cpu = alloc.milli_cpu
+        self.alloc_memory = alloc.memory
+        self.free_milli_cpu = alloc.milli_cpu - used.milli_cpu
+        self.free_memory = alloc.memory - used.memory
+        self.free_pods = alloc.pods - used.pods
         self.generation += 1
 
     def add_pod(self, pod: PodInfo) -> None:
@@ -330,7 +343,7 @@ class NodeInfo:
             self.pods_with_required_anti_affinity[pod.key] = pod
         if pod.owner_uid:
             self.owner_counts[pod.owner_uid] = self.owner_counts.get(pod.owner_uid, 0) + 1
-        self.generation += 1
+        self._refresh()
 
     def remove_pod(self, key: str) -> PodInfo | None:
         pod = self.pods.pop(key, None)
@@ -354,7 +367,7 @@ class NodeInfo:
                 self.owner_counts[pod.owner_uid] = left
             else:
                 self.owner_counts.pop(pod.owner_uid, None)
-        self.generation += 1
+        self._refresh()
         return pod
 
     def clone(self) -> "NodeInfo":
@@ -370,6 +383,7 @@ class NodeInfo:
         other.pods_with_affinity = dict(self.pods_with_affinity)
         other.pods_with_required_anti_affinity = dict(self.pods_with_required_anti_affinity)
         other.owner_counts = dict(self.owner_counts)
+        other._refresh()
         return other
 
     def __repr__(self) -> str:
@@ -417,6 +431,14 @@ class FilterPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class BatchFilterPlugin(FilterPlugin, Protocol):
+    """A filter that can also check many nodes in one call (Python's per-call cost is most of a simple
+    filter's); ``filter_nodes`` must keep exactly the nodes for which ``filter`` succeeds, in order."""
+
+    def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> list[NodeInfo]: ...
+
+
+@runtime_checkable
 class PreScorePlugin(Plugin, Protocol):
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status: ...
 
@@ -424,6 +446,13 @@ class PreScorePlugin(Plugin, Protocol):
 @runtime_checkable
 class ScorePlugin(Plugin, Protocol):
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int: ...
+
+
+@runtime_checkable
+class BatchScorePlugin(ScorePlugin, Protocol):
+    """A score plugin that scores many nodes in one call; ``score_nodes`` equals ``score`` node by node."""
+
+    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> list[int]: ...
 
 
 @runtime_checkable

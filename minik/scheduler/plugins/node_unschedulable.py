@@ -19,3 +19,8 @@ class NodeUnschedulable:
         if any(tolerates(t, UNSCHEDULABLE_TAINT) for t in pod.tolerations):
             return SUCCESS
         return unresolvable(ERR_REASON)
+
+    def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> list[NodeInfo]:
+        if any(tolerates(t, UNSCHEDULABLE_TAINT) for t in pod.tolerations):
+            return nodes
+        return [n for n in nodes if not n.unschedulable]

@@ -45,6 +45,9 @@ class TaintToleration:
                 return unresolvable(untolerated_reason(taint))
         return SUCCESS
 
+    def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> list[NodeInfo]:
+        return [n for n in nodes if not n.has_hard_taints or self.filter(state, pod, n).ok]
+
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status:
         if not any(t.get("effect") == "PreferNoSchedule" for n in nodes for t in n.taints):
             return SKIP

@@ -1,0 +1,262 @@
+#!/usr/bin/env python3
+"""Scheduler throughput in the shape of kube-scheduler's SchedulingBasic (scheduler_perf): simulated nodes, pods
+already running, then pods created through the API as fast as the harness can, measured from the first create to
+the last bind seen on a watch. The anchor is kube-scheduler's CI floor for SchedulingBasic 5000Nodes: 680 pods/s.
+
+The cluster is a real `minik up` (the scheduler runs inside it, the other components disabled, `--sync NORMAL`)
+in its own process; with --separate-scheduler the API server runs alone and `minik scheduler --server URL` runs as
+a second process, as kube-scheduler does. Nodes are Node objects written through the API with capacity,
+allocatable, the well-known labels (3 zones) and Ready; the running pods are created bound to a node.
+
+    python scripts/bench_scheduler.py [--nodes 5000] [--running 1000] [--pods 10000] [--workload basic]
+    python scripts/bench_scheduler.py --all      # 5,000 and 1,000 nodes basic, anti-affinity + spread, preemption
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+ANCHOR = 680.0
+CONNECTIONS = 32
+NAMESPACE = "default"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start(args: list[str], data: Path, name: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    log = open(data / f"{name}.out", "wb")
+    return subprocess.Popen([sys.executable, "-m", "minik", *args], env=env, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(5)
+
+
+def node_body(i: int) -> dict[str, Any]:
+    amounts = {"cpu": "32", "memory": "256Gi", "pods": "110", "ephemeral-storage": "500Gi"}
+    name = f"node-{i:05d}"
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                                                  "kubernetes.io/arch": "amd64",
+                                                  "topology.kubernetes.io/zone": f"zone-{i % 3}",
+                                                  "topology.kubernetes.io/region": "region-1"}},
+            "status": {"capacity": amounts, "allocatable": amounts,
+                       "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]}}
+
+
+def pod_body(name: str, workload: str, node: str | None = None, priority: int | None = None) -> dict[str, Any]:
+    labels = {"app": "bench", "name": name}
+    spec: dict[str, Any] = {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.9",
+                                            "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}}}]}
+    if node:
+        spec["nodeName"] = node
+    if priority is not None:
+        spec["priority"] = priority
+    if workload == "affinity":
+        labels["group"] = f"g{hash(name) % 50}"
+        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+            "labelSelector": {"matchLabels": {"group": labels["group"]}},
+            "topologyKey": "kubernetes.io/hostname"}]}}
+        spec["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                                              "whenUnsatisfiable": "DoNotSchedule",
+                                              "labelSelector": {"matchLabels": {"app": "bench"}}}]
+    if workload == "preemption" and priority is None:
+        spec["containers"][0]["resources"]["requests"] = {"cpu": "16", "memory": "1Gi"}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
+            "spec": spec}
+
+
+async def post_all(session: aiohttp.ClientSession, url: str, bodies: list[dict[str, Any]],
+                   then_status: bool = False) -> None:
+    """POST every body with CONNECTIONS requests in flight (and PUT its status when asked: a node's)."""
+    work = iter(bodies)
+
+    async def worker() -> None:
+        for body in work:
+            async with session.post(url, data=orjson.dumps(body),
+                                    headers={"Content-Type": "application/json"}) as r:
+                created = await r.json(loads=orjson.loads)
+                if r.status >= 300:
+                    raise RuntimeError(f"POST {url}: {r.status} {created}")
+            if then_status:
+                created["status"] = body["status"]
+                async with session.put(f"{url}/{created['metadata']['name']}/status", data=orjson.dumps(created),
+                                       headers={"Content-Type": "application/json"}) as r:
+                    if r.status >= 300:
+                        raise RuntimeError(f"PUT status: {r.status} {await r.text()}")
+
+    await asyncio.gather(*(worker() for _ in range(CONNECTIONS)))
+
+
+async def wait_ready(url: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    async with aiohttp.ClientSession() as session:
+        while True:
+            with contextlib.suppress(aiohttp.ClientError):
+                async with session.get(url + "/readyz") as r:
+                    if r.status == 200:
+                        return
+            if time.monotonic() > deadline:
+                raise RuntimeError("the cluster did not become ready")
+            await asyncio.sleep(0.05)
+
+
+async def measure(url: str, nodes: int, running: int, pods: int, workload: str,
+                  scheduler_ready: Any) -> dict[str, float]:
+    async with aiohttp.ClientSession(base_url=url, connector=aiohttp.TCPConnector(limit=0)) as session:
+        began = time.perf_counter()
+        await post_all(session, "/api/v1/nodes", [node_body(i) for i in range(nodes)], then_status=True)
+        if workload == "preemption":
+            running_pods = [pod_body(f"low-{i}", workload, node=f"node-{i % nodes:05d}", priority=0)
+                            for i in range(running)]
+            for p in running_pods:
+                p["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "30", "memory": "1Gi"}
+        else:
+            running_pods = [pod_body(f"running-{i}", "basic", node=f"node-{i % nodes:05d}") for i in range(running)]
+        await post_all(session, f"/api/v1/namespaces/{NAMESPACE}/pods", running_pods)
+        setup = time.perf_counter() - began
+        await scheduler_ready()
+        async with session.get(f"/api/v1/namespaces/{NAMESPACE}/pods", params={"limit": "1"}) as r:
+            rv = (await r.json(loads=orjson.loads))["metadata"]["resourceVersion"]
+        bound: set[str] = set()
+        done = asyncio.Event()
+        last_bind = [0.0]
+
+        async def watch() -> None:
+            params = {"watch": "true", "resourceVersion": rv, "fieldSelector": "spec.nodeName!="}
+            async with session.get(f"/api/v1/namespaces/{NAMESPACE}/pods", params=params,
+                                   timeout=aiohttp.ClientTimeout(total=None)) as r:
+                buffer = b""
+                async for chunk in r.content.iter_any():
+                    buffer += chunk
+                    *lines, buffer = buffer.split(b"\n")
+                    for line in lines:
+                        if not line:
+                            continue
+                        event = orjson.loads(line)
+                        name = event["object"]["metadata"]["name"]
+                        if name.startswith("bench-") and name not in bound:
+                            bound.add(name)
+                            if len(bound) == pods:
+                                last_bind[0] = time.perf_counter()
+                                done.set()
+                                return
+
+        watcher = asyncio.create_task(watch())
+        await asyncio.sleep(0.2)
+        prefix = "prio" if workload == "preemption" else "bench"
+        bodies = [pod_body(f"bench-{i:05d}", workload, priority=1000 if workload == "preemption" else None)
+                  for i in range(pods)]
+        del prefix
+        first_create = time.perf_counter()
+        creating = asyncio.create_task(post_all(session, f"/api/v1/namespaces/{NAMESPACE}/pods", bodies))
+        try:
+            await asyncio.wait_for(asyncio.shield(done.wait()), timeout=max(120.0, pods / 50))
+        except TimeoutError:
+            print(f"  timed out with {len(bound)}/{pods} pods bound", file=sys.stderr)
+            last_bind[0] = time.perf_counter()
+        created_seconds = None
+        await creating
+        created_seconds = time.perf_counter() - first_create
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
+        elapsed = last_bind[0] - first_create
+        return {"setup_seconds": setup, "seconds": elapsed, "bound": len(bound),
+                "pods_per_second": len(bound) / elapsed if elapsed > 0 else 0.0,
+                "create_seconds": created_seconds}
+
+
+def run(nodes: int, running: int, pods: int, workload: str, separate: bool) -> dict[str, float]:
+    with tempfile.TemporaryDirectory(prefix="minik-bench-sched-") as tmp:
+        data = Path(tmp)
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        disabled = "controllers,node,proxy" + (",scheduler" if separate else "")
+        cluster = start(["up", "--data-dir", str(data / "cluster"), "--port", str(port), "--sync", "NORMAL",
+                         "--disable", disabled, "--log-level", "warning"], data, "cluster")
+        scheduler: subprocess.Popen[bytes] | None = None
+        try:
+            asyncio.run(wait_ready(url))
+
+            async def scheduler_ready() -> None:
+                nonlocal scheduler
+                if separate:
+                    scheduler = start(["scheduler", "--server", url], data, "scheduler")
+                    await asyncio.sleep(1.5)  # list + watch of nodes and pods
+
+            return _uvloop_run(measure(url, nodes, running, pods, workload, scheduler_ready))
+        finally:
+            if scheduler is not None:
+                stop(scheduler)
+            stop(cluster)
+
+
+def _uvloop_run(main: Any) -> Any:
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(main)
+    return uvloop.run(main)
+
+
+def report(label: str, result: dict[str, float]) -> None:
+    rate = result["pods_per_second"]
+    print(f"{label}: {int(result['bound']):,} pods bound in {result['seconds']:.2f} s -> {rate:,.0f} pods/s, "
+          f"ratio to kube-scheduler's {ANCHOR:.0f}: {rate / ANCHOR:.2f} "
+          f"(creates alone took {result['create_seconds']:.2f} s; set-up {result['setup_seconds']:.1f} s)",
+          flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--running", type=int, default=1000)
+    parser.add_argument("--pods", type=int, default=10000)
+    parser.add_argument("--workload", choices=["basic", "affinity", "preemption"], default="basic")
+    parser.add_argument("--separate-scheduler", action="store_true",
+                        help="run the scheduler as its own process (minik scheduler --server URL)")
+    parser.add_argument("--all", action="store_true", help="every shape in the issue, one after the other")
+    args = parser.parse_args()
+    if not args.all:
+        report(f"{args.workload}, {args.nodes:,} nodes, {args.running:,} running, {args.pods:,} created"
+               + (", separate scheduler process" if args.separate_scheduler else ""),
+               run(args.nodes, args.running, args.pods, args.workload, args.separate_scheduler))
+        return
+    shapes = [("basic", 5000, 1000, 10000), ("basic", 1000, 1000, 10000), ("affinity", 1000, 0, 2000),
+              ("preemption", 500, 500, 500)]
+    for workload, nodes, running, pods in shapes:
+        report(f"{workload}, {nodes:,} nodes, {running:,} running, {pods:,} created",
+               run(nodes, running, pods, workload, args.separate_scheduler))
+
+
+if __name__ == "__main__":
+    main()
