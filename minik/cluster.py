@@ -43,8 +43,14 @@ class Component(Protocol):
 #: component lazily, so a disabled component costs nothing at start-up
 ComponentFactory = Callable[["ClusterSettings", Client], Component]
 
+def _controllers(settings: "ClusterSettings", client: Client) -> Component:
+    from minik.controllers.manager import ControllerManager, ControllerSettings
+
+    return ControllerManager(client, ControllerSettings(**settings.controllers))  # type: ignore[arg-type]
+
+
 #: component name -> factory, in start order (stopped in reverse); each component's issue adds its entry
-FACTORIES: dict[str, ComponentFactory] = {}
+FACTORIES: dict[str, ComponentFactory] = {"controllers": _controllers}
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,9 @@ class ClusterSettings:
 
     store: dict[str, object] = field(default_factory=dict)
     """Extra StoreSettings fields (for tests and benchmarks: compaction window, buffers...)."""
+
+    controllers: dict[str, object] = field(default_factory=dict)
+    """Extra ControllerSettings fields (for tests and benchmarks: workers, a fake clock, which controllers...)."""
 
     disabled: frozenset[str] = frozenset()
     """Components (names from COMPONENTS) not to start. Recorded now; honoured as the components land."""

@@ -11,6 +11,7 @@ import click
 from minik import __version__
 from minik.cli.apply import apply
 from minik.cli.common import target_options
+from minik.cli.controllers import controllers
 from minik.cli.delete import delete
 from minik.cli.describe import describe
 from minik.cli.get import get
@@ -28,7 +29,7 @@ def cli() -> None:
     """
 
 
-for command in (up, down, status, kubeconfig_path, apply, get, describe, delete):
+for command in (up, down, status, kubeconfig_path, apply, get, describe, delete, controllers):
     cli.add_command(command)
 
 
