@@ -43,10 +43,16 @@ def _replicationcontroller(client: Client, factory: InformerFactory, s: Controll
     return ReplicationControllerController(client, factory, s.workers, s.clock, r)
 
 
+def _deployment(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
+    from minik.controllers.deployment import DeploymentController
+    return DeploymentController(client, factory, s.workers, s.clock, r)
+
+
 #: controller name -> factory; each controller's module adds its entry
 CONTROLLERS: dict[str, ControllerFactory] = {
     "replicaset": _replicaset,
     "replicationcontroller": _replicationcontroller,
+    "deployment": _deployment,
 }
 
 
