@@ -31,7 +31,7 @@ from minik.api.registry import ResourceType
 from minik.apiserver import fieldpath
 from minik.apiserver.fieldpath import FieldSet, Path
 from minik.apiserver.request import ApiRequest, User
-from minik.apiserver.rest import now_rfc3339
+from minik.api.timestamps import now_rfc3339
 
 if TYPE_CHECKING:
     from minik.apiserver.rest import ResourceRest

@@ -9,13 +9,12 @@ from __future__ import annotations
 import copy
 import os
 import random
-import time
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable
 
 from minik.api.errors import (Cause, StatusError, already_exists, bad_request, conflict, invalid, not_found)
 from minik.api.kinds.pods import assign_pod
 from minik.api.registry import ResourceType
+from minik.api.timestamps import now_rfc3339
 from minik.apiserver.admission import Admission, Attributes
 from minik.apiserver.request import User
 from minik.store import Conflict, KeyExists, KeyNotFound, Record, Store
@@ -30,20 +29,6 @@ UPDATE_RETRIES = 16
 
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _SERVER_OWNED = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink")
-
-
-_last_second: list[tuple[int, str]] = [(-1, "")]
-
-
-def now_rfc3339(delta_seconds: float = 0) -> str:
-    """Now (plus ``delta_seconds``) as Kubernetes writes timestamps: RFC 3339, UTC, whole seconds."""
-    second = int(time.time() + delta_seconds)
-    cached = _last_second[0]
-    if cached[0] == second:
-        return cached[1]
-    text = datetime.fromtimestamp(second, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    _last_second[0] = (second, text)
-    return text
 
 
 def new_uid() -> str:
