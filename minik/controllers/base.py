@@ -16,6 +16,7 @@ import structlog
 
 from minik.aio import start_task, stop_task
 from minik.api.errors import StatusError
+from minik.api.timestamps import parse_rfc3339
 from minik.client import Client
 from minik.informers import Informer, object_key
 from minik.workqueue import ShutDown, WorkQueue
@@ -54,11 +55,11 @@ def rfc3339(seconds: float) -> str:
 
 
 def parse_time(value: str | None) -> float | None:
-    """Seconds since the epoch of an RFC 3339 timestamp as the API writes them; None for none."""
+    """Seconds since the epoch of an RFC 3339 timestamp as the API writes them; None for none (or nonsense)."""
     if not value:
         return None
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        return parse_rfc3339(value)
     except ValueError:
         return None
 

@@ -1,15 +1,19 @@
-"""The controller manager: every controller in one component, sharing one set of informers (and one event
-recorder), started after the informers have synced and stopped before them."""
+"""The controller manager: every controller in one component, sharing one set of informers, each with its own
+event recorder; started after the informers have synced and stopped before them."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import structlog
 
 from minik.client import Client
 from minik.controllers.base import Clock, Controller, InformerFactory, Recorder
+
+if TYPE_CHECKING:
+    from minik.events import EventRecorder
 
 log = structlog.get_logger("minik.controllers")
 
@@ -56,12 +60,10 @@ CONTROLLERS: dict[str, ControllerFactory] = {
 }
 
 
-def _recorder(client: Client, host: str | None) -> Recorder | None:
-    try:
-        from minik.events import EventRecorder  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:  # the shared recorder has not landed in this tree
-        return None
-    return EventRecorder(client, "controller-manager", host)  # type: ignore[no-any-return,unused-ignore]
+def _recorder(client: Client, name: str, host: str | None) -> "EventRecorder":
+    from minik.events import EventRecorder
+
+    return EventRecorder(client, f"{name}-controller", host)  # the source Kubernetes' controllers name
 
 
 class ControllerManager:
@@ -69,20 +71,21 @@ class ControllerManager:
         self.client = client
         self.settings = settings or ControllerSettings()
         self.factory = InformerFactory(client)
-        self.recorder = _recorder(client, self.settings.host)
         names = self.settings.enabled if self.settings.enabled is not None else list(CONTROLLERS)
         unknown = sorted(set(names) - set(CONTROLLERS))
         if unknown:
             raise ValueError(f"unknown controllers {unknown}: choose from {', '.join(CONTROLLERS)}")
+        #: one recorder per controller, so each event names its controller as its source
+        self.recorders = {name: _recorder(client, name, self.settings.host) for name in names}
         self.controllers: dict[str, Controller] = {
-            name: CONTROLLERS[name](client, self.factory, self.settings, self.recorder) for name in names}
+            name: CONTROLLERS[name](client, self.factory, self.settings, self.recorders[name]) for name in names}
 
     def __getitem__(self, name: str) -> Controller:
         return self.controllers[name]
 
     async def start(self) -> None:
-        if self.recorder is not None:
-            await self.recorder.start()  # type: ignore[attr-defined]
+        for recorder in self.recorders.values():
+            await recorder.start()
         await self.factory.start()
         for controller in self.controllers.values():
             await controller.start()
@@ -92,5 +95,5 @@ class ControllerManager:
         for controller in reversed(list(self.controllers.values())):
             await controller.stop()
         await self.factory.stop()
-        if self.recorder is not None:
-            await self.recorder.stop()  # type: ignore[attr-defined]
+        for recorder in self.recorders.values():
+            await recorder.stop()

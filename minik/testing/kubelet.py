@@ -4,18 +4,14 @@ kubelet would (Running, Ready) through pods/status, as a real node agent does. N
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timezone
 from typing import Any
 
 from minik.aio import start_task, stop_task
 from minik.api.errors import StatusError
+from minik.api.timestamps import now_rfc3339
 from minik.client import Client
 
 Obj = dict[str, Any]
-
-
-def now_rfc3339() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def kubelet_status(pod: Obj, phase: str = "Running", ready: bool = True, exit_code: int | None = None) -> Obj:

@@ -134,3 +134,22 @@ async def _count(api: Client, selector: str, n: int, exclude: str | None = None,
     if len(items) != n:
         return []
     return items if items else allow_empty
+
+
+async def test_creations_and_deletions_are_recorded_as_events(api: Client) -> None:
+    await api.create("replicasets", replicaset("web", 2, {"app": "web"}), "default")
+    created = await eventually(lambda: _count(api, "app=web", 2))
+    await api.patch("replicasets", "web", {"spec": {"replicas": 1}}, "default")
+    await eventually(lambda: _count(api, "app=web", 1))
+
+    async def events() -> dict[str, set[str]]:
+        items = (await api.list("events", "default"))["items"]
+        found: dict[str, set[str]] = {}
+        for e in items:
+            if e["involvedObject"]["name"] == "web":
+                found.setdefault(e["reason"], set()).add(e["message"])
+        return found if "SuccessfulDelete" in found and len(found.get("SuccessfulCreate", ())) == 2 else {}
+    found = await eventually(events)
+    assert found["SuccessfulCreate"] == {f"Created pod: {p['metadata']['name']}" for p in created}
+    [deleted] = found["SuccessfulDelete"]
+    assert deleted.startswith("Deleted pod: web-")
