@@ -474,8 +474,10 @@ class Client:
         return _decode(response)
 
     # -- reads ----------------------------------------------------------------------------------------------
-    async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Obj:
-        return await self._call("GET", self.path(resource, namespace, name))
+    async def get(self, resource: Resource, name: str, namespace: str | None = None, *,
+                  subresource: str | None = None) -> Obj:
+        """GET one object (or one of its subresources: ``subresource="scale"`` gives its autoscaling/v1 Scale)."""
+        return await self._call("GET", self.path(resource, namespace, name, subresource))
 
     async def list(self, resource: Resource, namespace: str | None = None, *, label_selector: Selector = None,
                    field_selector: Selector = None, limit: int | None = None, continue_: str | None = None,
@@ -532,9 +534,10 @@ class Client:
                                 _query(dry_run="All" if dry_run else None), obj)
 
     async def update(self, resource: Resource, obj: Mapping[str, Any], namespace: str | None = None, *,
-                     dry_run: bool = False) -> Obj:
-        """PUT the whole object. Its metadata.resourceVersion, when set, must be current (else 409 Conflict)."""
-        return await self._call("PUT", self._object_path(resource, obj, namespace),
+                     dry_run: bool = False, subresource: str | None = None) -> Obj:
+        """PUT the whole object (or a subresource's view of it, such as its Scale). Its
+        metadata.resourceVersion, when set, must be current (else 409 Conflict)."""
+        return await self._call("PUT", self._object_path(resource, obj, namespace, subresource),
                                 _query(dry_run="All" if dry_run else None), obj)
 
     async def update_status(self, resource: Resource, obj: Mapping[str, Any], namespace: str | None = None) -> Obj:

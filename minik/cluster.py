@@ -43,14 +43,21 @@ class Component(Protocol):
 #: component lazily, so a disabled component costs nothing at start-up
 ComponentFactory = Callable[["ClusterSettings", Client], Component]
 
+
 def _scheduler(settings: "ClusterSettings", client: Client) -> Component:
     from minik.scheduler import Scheduler
 
     return Scheduler(client)
 
 
+def _controllers(settings: "ClusterSettings", client: Client) -> Component:
+    from minik.controllers.manager import ControllerManager, ControllerSettings
+
+    return ControllerManager(client, ControllerSettings(**settings.controllers))  # type: ignore[arg-type]
+
+
 #: component name -> factory, in start order (stopped in reverse); each component's issue adds its entry
-FACTORIES: dict[str, ComponentFactory] = {"scheduler": _scheduler}
+FACTORIES: dict[str, ComponentFactory] = {"scheduler": _scheduler, "controllers": _controllers}
 
 
 @dataclass(frozen=True)
@@ -75,6 +82,9 @@ class ClusterSettings:
 
     store: dict[str, object] = field(default_factory=dict)
     """Extra StoreSettings fields (for tests and benchmarks: compaction window, buffers...)."""
+
+    controllers: dict[str, object] = field(default_factory=dict)
+    """Extra ControllerSettings fields (for tests and benchmarks: workers, a fake clock, which controllers...)."""
 
     disabled: frozenset[str] = frozenset()
     """Components (names from COMPONENTS) not to start. Recorded now; honoured as the components land."""

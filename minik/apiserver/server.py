@@ -15,7 +15,7 @@ import structlog
 
 from minik.api.errors import StatusError, bad_request, internal, not_found, unsupported_media_type
 from minik.api.registry import Registry, ResourceType
-from minik.apiserver import codec, discovery, tables
+from minik.apiserver import codec, discovery, scale, tables
 from minik.apiserver.admission import (AdmissionPlugin, Admission, AllowAll, Authenticator, Authorizer,
                                        LoopbackAuthenticator, NamespaceLifecycle, ObjectReader)
 from minik.apiserver.apply import Applier, FieldManager
@@ -137,6 +137,8 @@ class ApiServer:
         verb, sub = info.verb, info.subresource
         if sub is not None and sub not in discovery.SERVED_SUBRESOURCES:
             raise not_found(f"{info.resource.plural}/{sub}", info.resource.group, info.name or "")
+        if sub == "scale":
+            return await self._scale(info, request, user, rest, dry_run)
         table = tables.for_request(info.resource, request) if verb in ("get", "list", "watch") else None
         if verb == "get":
             raw = rest.record(info.namespace, info.name or "").raw
@@ -213,6 +215,28 @@ class ApiServer:
             return ApiResponse.raw(list_body(info.resource, deleted, {"resourceVersion": str(self.store.revision)}))
         raise StatusError(405, "MethodNotAllowed", f"the server does not allow this method on the requested "
                           f"resource ({request.method})")
+
+    async def _scale(self, info: RequestInfo, request: ApiRequest, user: User, rest: ResourceRest,
+                     dry_run: bool) -> ApiResponse:
+        """GET, PUT and PATCH of NAME/scale: the Scale view of the object's replicas."""
+        name, resource = info.name or "", info.resource
+        if info.verb == "get":
+            return ApiResponse.json(scale.to_scale(resource, rest.record(info.namespace, name).object()))
+        if info.verb == "update":
+            body = codec.decode_object(request.body, request.headers.get("Content-Type"))
+            apply = lambda current: scale.scaled(resource, current, body, name)  # noqa: E731
+        elif info.verb == "patch":
+            content_type = request.headers.get("Content-Type")
+            if codec.media_type(content_type) == codec.APPLY_PATCH:
+                raise unsupported_media_type(codec.APPLY_PATCH)
+            apply = scale.patched_scale(resource, _patcher(request.body, content_type, resource), name)
+        else:
+            raise StatusError(405, "MethodNotAllowed", "the server does not allow this method on the requested "
+                              f"resource ({request.method})")
+        result = await rest.patch(info.namespace, name, apply, user, None, dry_run,
+                                  FieldManager.for_request(resource, request, info.verb, None))
+        obj = result.object() if isinstance(result, Record) else result
+        return ApiResponse.json(scale.to_scale(resource, obj))
 
 
 def _object_response(result: Record | Obj, status: int = 200, headers: dict[str, str] | None = None) -> ApiResponse:

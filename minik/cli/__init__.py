@@ -11,6 +11,7 @@ import click
 from minik import __version__
 from minik.cli.apply import apply
 from minik.cli.common import target_options
+from minik.cli.controllers import controllers
 from minik.cli.delete import delete
 from minik.cli.describe import describe
 from minik.cli.get import get
@@ -29,7 +30,7 @@ def cli() -> None:
     """
 
 
-for command in (up, down, status, kubeconfig_path, apply, get, describe, delete, scheduler, explain):
+for command in (up, down, status, kubeconfig_path, apply, get, describe, delete, scheduler, explain, controllers):
     cli.add_command(command)
 
 

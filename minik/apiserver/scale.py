@@ -1,0 +1,77 @@
+"""The ``scale`` subresource (autoscaling/v1 Scale) of deployments, replicasets, statefulsets and
+replicationcontrollers: get reads spec.replicas, status.replicas and the selector; update and patch change only
+spec.replicas, through the object's own update path (validation, generation, managedFields)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+from minik.api.errors import Cause, StatusError, bad_request, conflict, invalid
+from minik.api.registry import ResourceType
+from minik.api.selectors import selector_from_dict, selector_from_set
+
+Obj = dict[str, Any]
+
+
+def _selector(resource: ResourceType, obj: Obj) -> str:
+    selector = (obj.get("spec") or {}).get("selector")
+    try:
+        if resource.kind == "ReplicationController":
+            return str(selector_from_set(selector or {})) if isinstance(selector, dict) else ""
+        return str(selector_from_dict(selector)) if isinstance(selector, dict) else ""
+    except ValueError:
+        return ""
+
+
+def to_scale(resource: ResourceType, obj: Obj) -> Obj:
+    meta = obj.get("metadata") or {}
+    scale_meta = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+                  if k in meta}
+    status: Obj = {"replicas": int((obj.get("status") or {}).get("replicas") or 0)}
+    selector = _selector(resource, obj)
+    if selector:
+        status["selector"] = selector
+    return {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": scale_meta,
+            "spec": {"replicas": int((obj.get("spec") or {}).get("replicas") or 0)}, "status": status}
+
+
+def _replicas(scale: Any, name: str) -> int:
+    if not isinstance(scale, dict):
+        raise bad_request("the body must be a Scale object")
+    if scale.get("kind") not in (None, "Scale"):
+        raise bad_request(f'the body must be a Scale, not {scale.get("kind")!r}')
+    replicas = (scale.get("spec") or {}).get("replicas", 0)
+    if not isinstance(replicas, int) or isinstance(replicas, bool):
+        raise invalid("Scale", "autoscaling", name, [Cause("spec.replicas", "FieldValueInvalid",
+                                                           "must be an integer")])
+    if replicas < 0:
+        raise invalid("Scale", "autoscaling", name, [Cause("spec.replicas", "FieldValueInvalid",
+                                                           "must be greater than or equal to 0")])
+    return replicas
+
+
+def scaled(resource: ResourceType, current: Obj, scale: Obj, name: str) -> Obj:
+    """``current`` with spec.replicas from ``scale``; a resourceVersion in the Scale must be the object's."""
+    rv = (scale.get("metadata") or {}).get("resourceVersion")
+    if rv and rv != current["metadata"].get("resourceVersion"):
+        raise conflict(resource.plural, resource.group, name, "the object has been modified; please apply your "
+                       "changes to the latest version and try again")
+    uid = (scale.get("metadata") or {}).get("uid")
+    if uid and uid != current["metadata"].get("uid"):
+        raise conflict(resource.plural, resource.group, name, f"Precondition failed: UID in precondition: {uid}, "
+                       f"UID in object meta: {current['metadata'].get('uid')}")
+    new = copy.deepcopy(current)
+    new.setdefault("spec", {})["replicas"] = _replicas(scale, name)
+    return new
+
+
+def patched_scale(resource: ResourceType, patch: Callable[[Obj], Obj], name: str) -> Callable[[Obj], Obj]:
+    """A patch of the Scale, as a patch of the object it scales."""
+    def apply(current: Obj) -> Obj:
+        scale = patch(to_scale(resource, current))
+        if not isinstance(scale, dict):
+            raise StatusError(400, "BadRequest", "the patch must leave an object")
+        return scaled(resource, current, scale, name)
+    return apply
