@@ -7,6 +7,7 @@ is on disk.
 
 from __future__ import annotations
 
+import ipaddress
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -86,6 +87,9 @@ class ClusterSettings:
     controllers: dict[str, object] = field(default_factory=dict)
     """Extra ControllerSettings fields (for tests and benchmarks: workers, a fake clock, which controllers...)."""
 
+    service_cidr: str = "10.96.0.0/12"
+    """The range Service cluster IPs come from (the `kubernetes` Service gets its first address)."""
+
     disabled: frozenset[str] = frozenset()
     """Components (names from COMPONENTS) not to start. Recorded now; honoured as the components land."""
 
@@ -93,6 +97,9 @@ class ClusterSettings:
         unknown = sorted(set(self.disabled) - set(COMPONENTS))
         if unknown:
             raise ValueError(f"unknown components {unknown}: choose from {', '.join(COMPONENTS)}")
+        network = ipaddress.ip_network(self.service_cidr, strict=False)  # ValueError for a bad range
+        if network.num_addresses < 8:
+            raise ValueError(f"the service range {self.service_cidr} is too small (at least 8 addresses)")
 
     @property
     def db_path(self) -> Path:
@@ -111,9 +118,13 @@ class Cluster:
         self.started_seconds: float = 0.0
 
     @property
+    def host(self) -> str:
+        """The address this machine reaches the API server at."""
+        return self.settings.bind if self.settings.bind not in ("0.0.0.0", "::") else "127.0.0.1"
+
+    @property
     def url(self) -> str:
-        host = self.settings.bind if self.settings.bind not in ("0.0.0.0", "::") else "127.0.0.1"
-        return f"http://{host}:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     async def start(self) -> None:
         began = time.perf_counter()
@@ -121,7 +132,8 @@ class Cluster:
         s.data_dir.mkdir(parents=True, exist_ok=True)
         self.store = await Store.open(StoreSettings(path=s.db_path, synchronous=s.synchronous, **s.store))  # type: ignore[arg-type]
         try:
-            self.api = ApiServer(self.store, REGISTRY, ApiSettings(address=f"{s.bind}:{s.port}"))
+            self.api = ApiServer(self.store, REGISTRY, ApiSettings(address=f"{s.bind}:{s.port}",
+                                                                  service_cidr=s.service_cidr))
             await self.api.bootstrap()
             app = build_app(self.api)
             app.on_shutdown.append(self._end_watches)
@@ -133,6 +145,7 @@ class Cluster:
             sockets = self._runner.addresses
             if sockets:
                 self.port = int(sockets[0][1])
+            await self.api.publish_master_service(self.host, self.port)
             await self._start_components()
         except BaseException:
             await self.stop()

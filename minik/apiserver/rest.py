@@ -9,7 +9,8 @@ from __future__ import annotations
 import copy
 import os
 import random
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from minik.api.errors import (Cause, StatusError, already_exists, bad_request, conflict, invalid, not_found)
 from minik.api.kinds.pods import assign_pod
@@ -66,14 +67,31 @@ def _gc_finalizers(finalizers: list[str], policy: str | None) -> list[str]:
     return kept
 
 
+#: called once a write is decided: True when it was stored, False when it was not (conflict, dry run, error)
+Finish = Callable[[bool], Awaitable[None]]
+
+
+class WriteHooks(Protocol):
+    """What a kind may do around its writes beyond the strategy, with I/O (Kubernetes' BeginCreate, BeginUpdate
+    and AfterDelete): services allocate cluster IPs and node ports here. Called after validation."""
+
+    async def begin_create(self, obj: Obj, dry_run: bool) -> Finish: ...
+
+    async def begin_update(self, obj: Obj, old: Obj, dry_run: bool) -> Finish: ...
+
+    async def after_delete(self, obj: Obj) -> None: ...
+
+
 class ResourceRest:
     """Create, update, patch and delete for one resource type."""
 
-    def __init__(self, resource: ResourceType, store: Store, admission: Admission) -> None:
+    def __init__(self, resource: ResourceType, store: Store, admission: Admission,
+                 hooks: WriteHooks | None = None) -> None:
         self.resource = resource
         self.strategy = resource.strategy
         self.store = store
         self.admission = admission
+        self.hooks = hooks
 
     # -- helpers -------------------------------------------------------------------------------------------
     def _not_found(self, name: str) -> StatusError:
@@ -142,17 +160,25 @@ class ResourceRest:
         if causes:
             raise self._invalid(str(meta.get("name") or ""), causes)
         await self.admission.validate(attrs)
-        if dry_run:
-            meta["resourceVersion"] = ""
-            return obj
-        for _attempt in range(8):
-            try:
-                return await self.store.create(self.resource.key(namespace, meta["name"]), obj)
-            except KeyExists:
-                if explicit or not generate:
-                    raise already_exists(self.resource.plural, self.resource.group, meta["name"]) from None
-                meta["name"] = generate + "".join(random.choices(_GENERATE_ALPHABET, k=5))
-        raise StatusError(500, "ServerTimeout", f"could not generate a unique name from {generate!r}")
+        finish = await self.hooks.begin_create(obj, dry_run) if self.hooks is not None else None
+        stored = False
+        try:
+            if dry_run:
+                meta["resourceVersion"] = ""
+                return obj
+            for _attempt in range(8):
+                try:
+                    record = await self.store.create(self.resource.key(namespace, meta["name"]), obj)
+                    stored = True
+                    return record
+                except KeyExists:
+                    if explicit or not generate:
+                        raise already_exists(self.resource.plural, self.resource.group, meta["name"]) from None
+                    meta["name"] = generate + "".join(random.choices(_GENERATE_ALPHABET, k=5))
+            raise StatusError(500, "ServerTimeout", f"could not generate a unique name from {generate!r}")
+        finally:
+            if finish is not None:
+                await finish(stored)
 
     # -- update and patch ----------------------------------------------------------------------------------
     async def update(self, obj: Obj, namespace: str | None, name: str, user: User, subresource: str | None = None,
@@ -207,16 +233,24 @@ class ResourceRest:
             if precondition is not None and precondition != record.mod_revision:
                 raise self._conflict(name)
             new = await self._prepare_update(new, current, namespace, name, user, subresource, dry_run, fields)
-            if dry_run:
-                return new
+            finish = await self.hooks.begin_update(new, current, dry_run) \
+                if self.hooks is not None and subresource is None else None
+            done = False
             try:
-                stored = await self.store.update(key, new, expected_revision=record.mod_revision)
-            except Conflict:
-                if precondition is not None:
-                    raise self._conflict(name) from None
-                continue
-            except KeyNotFound:
-                raise self._not_found(name) from None
+                if dry_run:
+                    return new
+                try:
+                    stored = await self.store.update(key, new, expected_revision=record.mod_revision)
+                    done = True
+                except Conflict:
+                    if precondition is not None:
+                        raise self._conflict(name) from None
+                    continue
+                except KeyNotFound:
+                    raise self._not_found(name) from None
+            finally:
+                if finish is not None:
+                    await finish(done)
             if self._should_delete_after_update(new) and not self.strategy.holds_deletion(new):
                 gone = await self._delete_now(namespace, name, stored.mod_revision)
                 if gone is not None:
@@ -337,7 +371,10 @@ class ResourceRest:
             return None
         except KeyNotFound:
             raise self._not_found(name) from None
-        return gone.object()
+        obj = gone.object()
+        if self.hooks is not None:
+            await self.hooks.after_delete(obj)
+        return obj
 
     # -- binding -------------------------------------------------------------------------------------------
     async def bind(self, namespace: str, name: str, binding: Obj, user: User) -> None:

@@ -26,6 +26,8 @@ from minik.apiserver.patch import json_patch, merge_patch, strategic_merge_patch
 from minik.apiserver.request import ApiRequest, ApiResponse, User, success_status
 from minik.apiserver.requestinfo import RequestInfo, resolve
 from minik.apiserver.rest import ResourceRest
+from minik.apiserver.services import (DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR, MASTER_NAMESPACE, MASTER_SERVICE,
+                                      ServiceAllocations, master_endpoints)
 from minik.apiserver.watch import WatchStream
 from minik.store import Record, Store
 
@@ -34,6 +36,7 @@ log = structlog.get_logger("minik.apiserver")
 Obj = dict[str, Any]
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+SYSTEM_USER = User("system:apiserver", ("system:masters",))
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,12 @@ class ApiSettings:
 
     bookmark_interval_seconds: float = 30.0
     """How often an idle watch that allows bookmarks gets one."""
+
+    service_cidr: str = DEFAULT_SERVICE_CIDR
+    """The range Service cluster IPs come from (kube-apiserver's --service-cluster-ip-range)."""
+
+    node_port_range: tuple[int, int] = DEFAULT_NODE_PORT_RANGE
+    """The inclusive range of node ports (kube-apiserver's --service-node-port-range)."""
 
 
 class ApiServer:
@@ -58,6 +67,8 @@ class ApiServer:
         plugins = admission_plugins if admission_plugins is not None else [NamespaceLifecycle(self.reader)]
         self.admission = Admission(plugins)
         self.rests = {(t.group, t.version, t.plural): ResourceRest(t, store, self.admission) for t in registry.types}
+        self.services = ServiceAllocations(store, self.settings.service_cidr, self.settings.node_port_range)
+        self.rests[("", "v1", "services")].hooks = self.services
         self.ready = False
         self._static = self._discovery_documents()
         self.openapi = OpenApi(registry)
@@ -77,9 +88,9 @@ class ApiServer:
         return {path: orjson.dumps(doc) for path, doc in docs.items()}
 
     async def bootstrap(self) -> None:
-        """Create the namespaces every cluster has, then report ready."""
+        """Create the namespaces every cluster has and repair the Service allocations, then report ready."""
         namespaces = self.rests[("", "v1", "namespaces")]
-        admin = User("system:apiserver", ("system:masters",))
+        admin = SYSTEM_USER
         for name in SYSTEM_NAMESPACES:
             if self.store.get(namespaces.resource.key(None, name)) is None:
                 try:
@@ -87,7 +98,37 @@ class ApiServer:
                 except StatusError as exc:
                     if exc.reason != "AlreadyExists":
                         raise
+        services = self.rests[("", "v1", "services")]
+        listed = await self.store.list(services.resource.prefix())
+        await self.services.repair([record.object() for record in listed.items])
         self.ready = True
+
+    async def publish_master_service(self, ip: str, port: int) -> None:
+        """Create or bring up to date the `kubernetes` Service in `default` and its Endpoints, pointing at this
+        server (``ip``:``port``), as Kubernetes' master endpoint reconciler does at every start."""
+        services = self.rests[("", "v1", "services")]
+        endpoints = self.rests[("", "v1", "endpoints")]
+        wanted = self.services.master_service(port)
+        record = self.store.get(services.resource.key(MASTER_NAMESPACE, MASTER_SERVICE))
+        try:
+            if record is None:
+                await services.create(wanted, MASTER_NAMESPACE, SYSTEM_USER)
+            elif record.object()["spec"].get("ports") != wanted["spec"]["ports"]:
+                def set_ports(current: Obj) -> Obj:
+                    current["spec"]["ports"] = wanted["spec"]["ports"]
+                    return current
+                await services.patch(MASTER_NAMESPACE, MASTER_SERVICE, set_ports, SYSTEM_USER)
+            body = master_endpoints(ip, port)
+            current = self.store.get(endpoints.resource.key(MASTER_NAMESPACE, MASTER_SERVICE))
+            if current is None:
+                await endpoints.create(body, MASTER_NAMESPACE, SYSTEM_USER)
+            elif current.object().get("subsets") != body["subsets"]:
+                def set_subsets(obj: Obj) -> Obj:
+                    obj["subsets"] = body["subsets"]
+                    return obj
+                await endpoints.patch(MASTER_NAMESPACE, MASTER_SERVICE, set_subsets, SYSTEM_USER)
+        except StatusError as exc:  # say so, and serve anyway: the cluster is usable without it
+            log.error("cannot publish the kubernetes service", error=exc.message)
 
     # -- entry point ---------------------------------------------------------------------------------------
     async def handle(self, request: ApiRequest) -> ApiResponse:

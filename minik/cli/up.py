@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import ipaddress
 import os
 import signal
 import subprocess
@@ -47,6 +48,16 @@ def _components(_ctx: click.Context, _param: click.Parameter, values: tuple[str,
         raise click.BadParameter(f"unknown component {', '.join(map(repr, unknown))}: choose from "
                                  f"{', '.join(COMPONENTS)}")
     return frozenset(chosen)
+
+
+def _service_cidr(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    try:
+        network = ipaddress.ip_network(value, strict=False)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a CIDR (e.g. 10.96.0.0/12)") from None
+    if network.num_addresses < 8:
+        raise click.BadParameter(f"{value} is too small: a service range needs at least 8 addresses")
+    return str(network)
 
 
 def _listen_error(settings: ClusterSettings, exc: OSError) -> CliError:
@@ -120,6 +131,8 @@ def _child_args(ctx: click.Context, data_dir: Path) -> list[str]:
             p["log_level"]]
     if p["log_file"] is not None:
         args += ["--log-file", str(p["log_file"]) if str(p["log_file"]) == "-" else str(p["log_file"].resolve())]
+    if p["service_cidr"] != "10.96.0.0/12":
+        args += ["--service-cidr", p["service_cidr"]]
     for component in sorted(p["disabled"]):
         args += ["--disable", component]
     if p["update_kubeconfig"]:
@@ -179,6 +192,8 @@ def _detach(ctx: click.Context, name: str, instance: Instance) -> None:
 @click.option("--disable", "disabled", multiple=True, metavar="COMPONENT", callback=_components,
               help=f"Do not start a component: {', '.join(COMPONENTS)} (repeat, or separate with commas). These "
                    "components arrive with their own issues; the choice is recorded until then.")
+@click.option("--service-cidr", default="10.96.0.0/12", show_default=True, callback=_service_cidr,
+              help="The range Service cluster IPs are allocated from.")
 @click.option("--update-kubeconfig", is_flag=True,
               help="Also merge a context named after the cluster into $KUBECONFIG or ~/.kube/config (made current "
                    "only if none is).")
@@ -189,7 +204,7 @@ def _detach(ctx: click.Context, name: str, instance: Instance) -> None:
               help="Where the JSON log goes [default: DATA_DIR/minik.log; '-' for stderr].")
 @click.pass_context
 def up(ctx: click.Context, name: str, data_dir: Path | None, bind: str, port: int, detach: bool,
-       disabled: frozenset[str], update_kubeconfig: bool, synchronous: str, log_level: str,
+       disabled: frozenset[str], service_cidr: str, update_kubeconfig: bool, synchronous: str, log_level: str,
        log_file: Path | None) -> None:
     """Start a cluster: in the foreground until Ctrl-C or SIGTERM, or in the background with --detach.
 
@@ -217,7 +232,7 @@ def up(ctx: click.Context, name: str, data_dir: Path | None, bind: str, port: in
         else:
             logging_setup.configure(log_level, path=log_file or data / "minik.log")
         settings = ClusterSettings(data_dir=data, name=name, bind=bind, port=port, synchronous=synchronous.upper(),
-                                   disabled=disabled)
+                                   disabled=disabled, service_cidr=service_cidr)
         run(_serve(settings, instance, update_kubeconfig))
     finally:
         instance.release()

@@ -43,6 +43,31 @@ class ServiceStrategy(Strategy):
                 previous = old_ports.get((port.get("port"), port.get("protocol", "TCP")))
                 if previous and not port.get("nodePort") and previous.get("nodePort"):
                     port["nodePort"] = previous["nodePort"]
+        self._drop_type_dependent_fields(spec, old_spec)
+
+    @staticmethod
+    def _drop_type_dependent_fields(spec: Obj, old_spec: Obj) -> None:
+        """A type change clears what the old type had allocated, when the client left it as it was (Kubernetes'
+        dropTypeDependentFields): node ports when leaving NodePort/LoadBalancer, the cluster IPs when becoming
+        ExternalName. A value the client changed stays, and validation judges it."""
+        kind, old_kind = spec.get("type", "ClusterIP"), old_spec.get("type", "ClusterIP")
+        if kind == old_kind:
+            return
+        node_port_kinds = ("NodePort", "LoadBalancer")
+        if old_kind in node_port_kinds and kind not in node_port_kinds:
+            old_node_ports = [p.get("nodePort") for p in dicts_at(old_spec, "ports")]
+            new_node_ports = [p.get("nodePort") for p in dicts_at(spec, "ports")]
+            if all(n in old_node_ports for n in new_node_ports if n):
+                for port in dicts_at(spec, "ports"):
+                    port.pop("nodePort", None)
+            for key in ("externalTrafficPolicy", "healthCheckNodePort"):
+                if spec.get(key) == old_spec.get(key):
+                    spec.pop(key, None)
+        if kind == "ExternalName" and old_kind != "ExternalName":
+            if spec.get("clusterIP") in (None, "", old_spec.get("clusterIP")) and \
+                    spec.get("clusterIPs") in (None, [], old_spec.get("clusterIPs")):
+                for key in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy", "internalTrafficPolicy"):
+                    spec.pop(key, None)
 
     def default(self, obj: Obj) -> None:
         spec = ensure_dict(obj, "spec")
@@ -89,6 +114,14 @@ class ServiceStrategy(Strategy):
                 causes.append(v.forbidden("spec.clusterIP", "may not be set for ExternalName services"))
         elif cluster_ip and cluster_ip != "None" and v.is_valid_ip(str(cluster_ip)):
             causes.append(v.invalid("spec.clusterIP", cluster_ip, "must be empty, 'None', or a valid IP address"))
+        elif cluster_ip == "None" and kind in ("NodePort", "LoadBalancer"):
+            causes.append(v.invalid("spec.clusterIPs[0]", cluster_ip, f"may not be set to 'None' for {kind} services"))
+        cluster_ips = spec.get("clusterIPs")
+        if cluster_ips and kind != "ExternalName":
+            if not isinstance(cluster_ips, list):
+                causes.append(v.type_invalid("spec.clusterIPs", cluster_ips, "must be a list"))
+            elif cluster_ip and cluster_ips[0] != cluster_ip:
+                causes.append(v.invalid("spec.clusterIPs", cluster_ips, "element [0] must match clusterIP"))
         ports = spec.get("ports")
         if not ports and cluster_ip != "None" and kind != "ExternalName":
             causes.append(v.required("spec.ports"))
