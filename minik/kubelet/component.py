@@ -72,10 +72,12 @@ class NodeComponent:
         s = self.settings
         name = s.node_name or default_node_name()
         data_dir = s.data_dir / "kubelet"
-        runtime, build_config = await open_runtime(s.node_runtime, data_dir, [name])
-        labels = well_known_labels(name)
-        node = NodeConfig(name, host_address(), host_capacity(str(data_dir)), labels)
-        kubelet = Kubelet(self.client, runtime, [node], self._kubelet_settings(), build_config)
+        from minik.kubelet.containers import ContainerConfigs
+
+        runtime = await open_runtime(s.node_runtime, data_dir)
+        node = NodeConfig(name, host_address(), host_capacity(str(data_dir)), well_known_labels(name))
+        configs = ContainerConfigs(self.client, data_dir, node.address, node.capacity)
+        kubelet = Kubelet(self.client, runtime, [node], self._kubelet_settings(), configs)
         await kubelet.start()
         self.local = kubelet
         self.kubelets.append(kubelet)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -27,8 +27,19 @@ from minik.kubelet.status import TERMINAL_PHASES, WorkerView, pod_status, status
 log = structlog.get_logger("minik.kubelet")
 
 Obj = dict[str, Any]
-#: builds a container's runtime config (env, mounts...); raises RuntimeFailure CreateContainerConfigError
-ConfigBuilder = Callable[[Obj, Obj, SandboxInfo, bool], Awaitable[ContainerConfig]]
+
+
+class ConfigBuilder(Protocol):
+    """Builds a container's runtime config (env, mounts...) and drops a pod's files (containers.ContainerConfigs)."""
+
+    async def build(self, pod: Obj, container: Obj, sandbox: SandboxInfo, init: bool) -> ContainerConfig:
+        """RuntimeFailure CreateContainerConfigError when a ConfigMap, Secret or key is missing."""
+
+    def remove(self, uid: str) -> None: ...
+
+
+#: how long a failed pull shows ErrImagePull before the back-off shows ImagePullBackOff
+ERR_IMAGE_PULL_SHOWN_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -102,6 +113,8 @@ class PodWorkers:
         if pod is None:
             if await self.runtime.pod(uid) is not None:
                 await self.runtime.remove_pod(uid, self.settings.orphan_grace_seconds)
+            if self.build_config is not None:
+                self.build_config.remove(uid)
             self.states.pop(uid, None)
             return None
         meta = pod["metadata"]
@@ -211,6 +224,8 @@ class PodWorkers:
         now = time.monotonic()
         pulling = state.image_backoff.get(name)
         if pulling is not None and now - pulling.since < pulling.delay:
+            if now - pulling.since < ERR_IMAGE_PULL_SHOWN_SECONDS:  # the error itself stays visible a moment
+                return ERR_IMAGE_PULL_SHOWN_SECONDS - (now - pulling.since)
             state.waiting[name] = ("ImagePullBackOff", f'Back-off pulling image "{image}"')
             return pulling.delay - (now - pulling.since)
         try:
@@ -221,11 +236,11 @@ class PodWorkers:
             state.image_backoff[name] = _Backoff(delay, now)
             state.waiting[name] = (exc.reason, exc.message)
             log.info("image pull failed", pod=_key(pod), container=name, image=image, error=exc.message)
-            return 1.0  # report ErrImagePull now, ImagePullBackOff at the next sync
+            return ERR_IMAGE_PULL_SHOWN_SECONDS  # report ErrImagePull now, ImagePullBackOff after
         state.image_backoff.pop(name, None)
         try:
             if self.build_config is not None and self.runtime.needs_config:
-                config = await self.build_config(pod, container, sandbox, init)
+                config = await self.build_config.build(pod, container, sandbox, init)
             else:
                 config = simple_config(pod, container, sandbox, init)
             await self.runtime.start_container(pod, sandbox, config, attempt)
@@ -245,6 +260,8 @@ class PodWorkers:
         began = time.monotonic()
         try:
             await self.runtime.remove_pod(uid, float(grace))
+            if self.build_config is not None:
+                self.build_config.remove(uid)
             try:
                 await self.client.delete("pods", meta["name"], meta["namespace"], grace_period_seconds=0,
                                          preconditions={"uid": uid})

@@ -93,11 +93,15 @@ class DockerRuntime:
             try:
                 async with self._d._query("events", params={"filters": filters}, timeout=None) as response:  # noqa: SLF001
                     backoff.reset()
+                    self._inspected.clear()  # events may have been missed while not connected
                     async for line in response.content:
                         if not line.strip():
                             continue
                         event = json.loads(line)
-                        uid = ((event.get("Actor") or {}).get("Attributes") or {}).get(UID)
+                        actor = event.get("Actor") or {}
+                        # the list endpoint may still show the old state: inspect this container afresh
+                        self._inspected.pop(str(actor.get("ID") or ""), None)
+                        uid = (actor.get("Attributes") or {}).get(UID)
                         if uid:
                             self._on_change(uid)
             except (aiodocker.DockerError, OSError, ValueError, asyncio.TimeoutError) as exc:
@@ -113,8 +117,8 @@ class DockerRuntime:
     async def _inspect(self, summary: Obj) -> Obj:
         cid, state = summary["Id"], summary.get("State", "")
         cached = self._inspected.get(cid)
-        if cached is not None and cached[0] == state:
-            return cached[1]
+        if cached is not None and (cached[0] == state or state == "running"):
+            return cached[1]  # a running container changes only with an event, which drops it from the cache
         try:
             details = await self._d._query_json(f"containers/{cid}/json")  # noqa: SLF001
         except aiodocker.DockerError:
@@ -133,14 +137,15 @@ class DockerRuntime:
                 record = records[uid] = PodRecord(uid, labels.get(NAMESPACE, ""), labels.get(NAME, ""),
                                                   labels.get(NODE, ""))
             state = (detail.get("State") or {}) if detail else {}
-            running = bool(state.get("Running")) if detail else summary.get("State") == "running"
+            docker_state = str(state.get("Status") or summary.get("State") or "")
+            running = docker_state in ("running", "paused", "restarting")
             if labels.get(CONTAINER) == SANDBOX:
                 networks = (detail.get("NetworkSettings") or {}) if detail else {}
                 sandbox = SandboxInfo(summary["Id"], str(networks.get("IPAddress") or ""), running)
                 if record.sandbox is None or (sandbox.running and not record.sandbox.running):
                     record.sandbox = sandbox
                 continue
-            status = "running" if running else ("created" if summary.get("State") == "created" else "exited")
+            status = "running" if running else ("created" if docker_state == "created" else "exited")
             exit_code = state.get("ExitCode") if status == "exited" else None
             reason = ""
             if status == "exited":
