@@ -57,8 +57,14 @@ def _controllers(settings: "ClusterSettings", client: Client) -> Component:
     return ControllerManager(client, ControllerSettings(**settings.controllers))  # type: ignore[arg-type]
 
 
+def _node(settings: "ClusterSettings", client: Client) -> Component:
+    from minik.kubelet.component import NodeComponent
+
+    return NodeComponent(settings, client)
+
+
 #: component name -> factory, in start order (stopped in reverse); each component's issue adds its entry
-FACTORIES: dict[str, ComponentFactory] = {"scheduler": _scheduler, "controllers": _controllers}
+FACTORIES: dict[str, ComponentFactory] = {"scheduler": _scheduler, "controllers": _controllers, "node": _node}
 
 
 @dataclass(frozen=True)
@@ -92,6 +98,24 @@ class ClusterSettings:
 
     disabled: frozenset[str] = frozenset()
     """Components (names from COMPONENTS) not to start. Recorded now; honoured as the components land."""
+
+    local_node: bool = True
+    """Whether the node component runs a node for this machine (`minik up --no-node` to skip)."""
+
+    node_name: str | None = None
+    """The local node's name [default: the host name]."""
+
+    node_runtime: str = "auto"
+    """The local node's runtime: docker, process, fake, or auto (docker when an engine answers, else process)."""
+
+    fake_nodes: int = 0
+    """How many simulated nodes (fake runtime) the node component adds, for scheduling and scale work."""
+
+    fake_start_delay_seconds: float = 0.1
+    """How long a fake node's containers take to start running."""
+
+    kubelet: dict[str, object] = field(default_factory=dict)
+    """Extra KubeletSettings fields for the local node (for tests: back-off, resync...)."""
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.disabled) - set(COMPONENTS))

@@ -135,6 +135,14 @@ def _child_args(ctx: click.Context, data_dir: Path) -> list[str]:
         args += ["--service-cidr", p["service_cidr"]]
     for component in sorted(p["disabled"]):
         args += ["--disable", component]
+    if p["no_node"]:
+        args.append("--no-node")
+    if p["fake_nodes"]:
+        args += ["--fake-nodes", str(p["fake_nodes"])]
+    if p["node_name"]:
+        args += ["--node-name", p["node_name"]]
+    if p["runtime"] != "auto":
+        args += ["--runtime", p["runtime"]]
     if p["update_kubeconfig"]:
         args.append("--update-kubeconfig")
     return args
@@ -194,6 +202,12 @@ def _detach(ctx: click.Context, name: str, instance: Instance) -> None:
                    "components arrive with their own issues; the choice is recorded until then.")
 @click.option("--service-cidr", default="10.96.0.0/12", show_default=True, callback=_service_cidr,
               help="The range Service cluster IPs are allocated from.")
+@click.option("--no-node", is_flag=True, help="Do not run a node for this machine.")
+@click.option("--fake-nodes", default=0, show_default=True, type=click.IntRange(0),
+              help="Add this many simulated nodes (no containers; pods run after a short delay).")
+@click.option("--node-name", default=None, help="The local node's name [default: the host name].")
+@click.option("--runtime", type=click.Choice(["auto", "docker", "process", "fake"]), default="auto",
+              show_default=True, help="The local node's runtime (auto: Docker when it answers, else process).")
 @click.option("--update-kubeconfig", is_flag=True,
               help="Also merge a context named after the cluster into $KUBECONFIG or ~/.kube/config (made current "
                    "only if none is).")
@@ -204,8 +218,8 @@ def _detach(ctx: click.Context, name: str, instance: Instance) -> None:
               help="Where the JSON log goes [default: DATA_DIR/minik.log; '-' for stderr].")
 @click.pass_context
 def up(ctx: click.Context, name: str, data_dir: Path | None, bind: str, port: int, detach: bool,
-       disabled: frozenset[str], service_cidr: str, update_kubeconfig: bool, synchronous: str, log_level: str,
-       log_file: Path | None) -> None:
+       disabled: frozenset[str], service_cidr: str, no_node: bool, fake_nodes: int, node_name: str | None,
+       runtime: str, update_kubeconfig: bool, synchronous: str, log_level: str, log_file: Path | None) -> None:
     """Start a cluster: in the foreground until Ctrl-C or SIGTERM, or in the background with --detach.
 
     It always writes DATA_DIR/kubeconfig, so `kubectl --kubeconfig DATA_DIR/kubeconfig get ns` works at once, and
@@ -232,7 +246,8 @@ def up(ctx: click.Context, name: str, data_dir: Path | None, bind: str, port: in
         else:
             logging_setup.configure(log_level, path=log_file or data / "minik.log")
         settings = ClusterSettings(data_dir=data, name=name, bind=bind, port=port, synchronous=synchronous.upper(),
-                                   disabled=disabled, service_cidr=service_cidr)
+                                   disabled=disabled, service_cidr=service_cidr, local_node=not no_node,
+                                   fake_nodes=fake_nodes, node_name=node_name, node_runtime=runtime)
         run(_serve(settings, instance, update_kubeconfig))
     finally:
         instance.release()

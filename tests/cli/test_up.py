@@ -46,7 +46,7 @@ def test_up_detached_then_status_kubectl_get_and_down(tmp_path: Path) -> None:
         "users": [{"name": "work", "user": {"token": "t"}}]}))
     data = home / ".minik" / "minik"
 
-    up = run(home, "up", "-d", "--port", "0", "--disable", "scheduler", "--update-kubeconfig",
+    up = run(home, "up", "-d", "--port", "0", "--disable", "scheduler", "--no-node", "--update-kubeconfig",
              KUBECONFIG=str(user_config))
     assert up.returncode == 0, up.stderr
     lines = up.stdout.splitlines()

@@ -1,0 +1,94 @@
+"""The node component of `minik up`: a local node (Docker when an engine answers, else the process runtime),
+started after the API is up without holding start-up, and any number of fake (simulated) nodes sharing one
+kubelet, one pod watch and one lease loop."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import socket
+from typing import TYPE_CHECKING
+
+import structlog
+
+from minik.aio import start_task, stop_task
+from minik.client import Client
+from minik.kubelet.kubelet import Kubelet, KubeletSettings
+from minik.kubelet.node import NodeConfig, host_address, host_capacity, well_known_labels
+
+if TYPE_CHECKING:
+    from minik.cluster import ClusterSettings
+
+log = structlog.get_logger("minik.kubelet")
+
+FAKE_CAPACITY = {"cpu": "8", "memory": "32Gi", "ephemeral-storage": "100Gi", "pods": "110"}
+
+
+def default_node_name() -> str:
+    """This machine's host name as a node name (a DNS subdomain)."""
+    name = re.sub(r"[^a-z0-9.-]+", "-", socket.gethostname().lower()).strip("-.")
+    return name or "minik-node"
+
+
+def fake_nodes(count: int, prefix: str = "fake-node") -> list[NodeConfig]:
+    nodes = []
+    width = max(3, len(str(count - 1)))
+    for i in range(count):
+        name = f"{prefix}-{i:0{width}d}"
+        labels = well_known_labels(name)
+        labels["minik.io/fake-node"] = "true"
+        nodes.append(NodeConfig(name, f"10.{64 + (i >> 16) % 64}.{(i >> 8) & 255}.{i & 255}", dict(FAKE_CAPACITY),
+                                labels))
+    return nodes
+
+
+class NodeComponent:
+    def __init__(self, settings: "ClusterSettings", client: Client) -> None:
+        self.settings = settings
+        self.client = client
+        self.kubelets: list[Kubelet] = []
+        self.local: Kubelet | None = None
+        self.local_ready = asyncio.Event()
+        self._local_task: asyncio.Task[None] | None = None
+
+    def _kubelet_settings(self) -> KubeletSettings:
+        return KubeletSettings(**self.settings.kubelet)  # type: ignore[arg-type]
+
+    async def start(self) -> None:
+        s = self.settings
+        if s.fake_nodes:
+            from minik.kubelet.runtimes.fake import FakeRuntime
+
+            fake = Kubelet(self.client, FakeRuntime(s.fake_start_delay_seconds), fake_nodes(s.fake_nodes),
+                           KubeletSettings(**{"workers": 16, "resync_seconds": 0.0, **s.kubelet}))  # type: ignore[arg-type]
+            await fake.start()
+            self.kubelets.append(fake)
+        if s.local_node:
+            self._local_task = start_task(self._start_local(), "local node start")
+
+    async def _start_local(self) -> None:
+        from minik.kubelet.runtimes.select import open_runtime
+
+        s = self.settings
+        name = s.node_name or default_node_name()
+        data_dir = s.data_dir / "kubelet"
+        from minik.kubelet.containers import ContainerConfigs
+
+        runtime = await open_runtime(s.node_runtime, data_dir)
+        node = NodeConfig(name, host_address(), host_capacity(str(data_dir)), well_known_labels(name))
+        configs = ContainerConfigs(self.client, data_dir, node.address, node.capacity)
+        kubelet = Kubelet(self.client, runtime, [node], self._kubelet_settings(), configs)
+        await kubelet.start()
+        self.local = kubelet
+        self.kubelets.append(kubelet)
+        self.local_ready.set()
+
+    async def stop(self) -> None:
+        await stop_task(self._local_task)
+        for kubelet in reversed(self.kubelets):
+            await kubelet.stop()
+        self.kubelets.clear()
+
+
+def factory(settings: "ClusterSettings", client: Client) -> NodeComponent:
+    return NodeComponent(settings, client)

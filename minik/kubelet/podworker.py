@@ -1,0 +1,282 @@
+"""Pod workers: for one pod uid at a time, bring what the runtime runs in line with what the API wants, then
+report the pod's status (only when it changed).
+
+A sync is idempotent and never waits long: it starts what is missing (the sandbox, the next init container, the
+app containers), restarts what exited per restartPolicy with Kubernetes' back-off (10 s doubling to 5 min:
+CrashLoopBackOff; image pulls the same: ErrImagePull then ImagePullBackOff), and returns when it wants to run
+again (a back-off ending). Termination (SIGTERM, grace, SIGKILL, removal, then the API delete with
+gracePeriodSeconds=0) runs in its own task so that a long grace period holds no worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import structlog
+
+from minik.aio import start_task, stop_task
+from minik.api.errors import StatusError
+from minik.client import Client
+from minik.kubelet.runtimes.base import ContainerConfig, ContainerInfo, PodRecord, Runtime, RuntimeFailure, SandboxInfo
+from minik.kubelet.status import TERMINAL_PHASES, WorkerView, pod_status, status_patch
+
+log = structlog.get_logger("minik.kubelet")
+
+Obj = dict[str, Any]
+
+
+class ConfigBuilder(Protocol):
+    """Builds a container's runtime config (env, mounts...) and drops a pod's files (containers.ContainerConfigs)."""
+
+    async def build(self, pod: Obj, container: Obj, sandbox: SandboxInfo, init: bool) -> ContainerConfig:
+        """RuntimeFailure CreateContainerConfigError when a ConfigMap, Secret or key is missing."""
+
+    def remove(self, uid: str) -> None: ...
+
+
+#: how long a failed pull shows ErrImagePull before the back-off shows ImagePullBackOff
+ERR_IMAGE_PULL_SHOWN_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    backoff_initial_seconds: float = 10.0
+    backoff_max_seconds: float = 300.0
+    orphan_grace_seconds: float = 2.0
+    """Grace for the containers of a pod the API no longer has."""
+
+
+@dataclass
+class _Backoff:
+    delay: float
+    since: float
+
+
+@dataclass
+class PodState:
+    """What the worker remembers of one pod between syncs."""
+
+    restart_backoff: dict[str, _Backoff] = field(default_factory=dict)
+    image_backoff: dict[str, _Backoff] = field(default_factory=dict)
+    waiting: dict[str, tuple[str, str]] = field(default_factory=dict)
+    not_ready: set[str] = field(default_factory=set)
+    not_started: set[str] = field(default_factory=set)
+    written: Obj | None = None
+    terminating: asyncio.Task[None] | None = None
+    terminated: bool = False
+
+
+def simple_config(pod: Obj, spec: Obj, sandbox: SandboxInfo, init: bool) -> ContainerConfig:
+    """The config of a runtime that needs no env or files (the fake runtime)."""
+    return ContainerConfig(spec.get("name", ""), spec.get("image", ""), list(spec.get("command") or []),
+                           list(spec.get("args") or []), spec.get("workingDir"), {}, [], [],
+                           spec.get("resources") or {}, init=init)
+
+
+def pull_policy(spec: Obj) -> str:
+    policy = spec.get("imagePullPolicy")
+    if policy:
+        return str(policy)
+    image = str(spec.get("image", ""))
+    tag = image.rsplit("/", 1)[-1]
+    return "Always" if ":" not in tag or tag.endswith(":latest") else "IfNotPresent"
+
+
+class PodWorkers:
+    def __init__(self, client: Client, runtime: Runtime, host_ips: Callable[[str], str],
+                 enqueue: Callable[[str, float], None], settings: WorkerSettings | None = None,
+                 build_config: ConfigBuilder | None = None) -> None:
+        self.client = client
+        self.runtime = runtime
+        self.host_ips = host_ips
+        self.enqueue = enqueue
+        self.settings = settings or WorkerSettings()
+        self.build_config = build_config
+        self.states: dict[str, PodState] = {}
+
+    async def stop(self) -> None:
+        for state in self.states.values():
+            await stop_task(state.terminating)
+
+    # -- one sync ---------------------------------------------------------------------------------------------
+    async def sync(self, uid: str, pod: Obj | None) -> float | None:
+        """Reconcile one pod (None: the API no longer has it). Returns seconds until it wants another sync."""
+        state = self.states.setdefault(uid, PodState())
+        if state.terminating is not None:
+            if not state.terminating.done():
+                return None
+            state.terminating = None
+        if pod is None:
+            if await self.runtime.pod(uid) is not None:
+                await self.runtime.remove_pod(uid, self.settings.orphan_grace_seconds)
+            if self.build_config is not None:
+                self.build_config.remove(uid)
+            self.states.pop(uid, None)
+            return None
+        meta = pod["metadata"]
+        if meta.get("deletionTimestamp"):
+            if not state.terminated:
+                state.terminating = start_task(self._terminate(uid, pod, state), f"terminate pod {uid}")
+            return None
+        record = await self.runtime.pod(uid)
+        if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
+            await self._stop_running(record)
+            return None
+        requeue = await self._converge(pod, record, state)
+        record = await self.runtime.pod(uid)
+        view = WorkerView(self.runtime.name, self.host_ips((pod.get("spec") or {}).get("nodeName", "")),
+                          state.waiting, state.not_ready, state.not_started)
+        new = pod_status(pod, record, view)
+        if new["phase"] in TERMINAL_PHASES:
+            await self._stop_running(record)
+        await self._write_status(pod, new, state)
+        return requeue
+
+    async def _stop_running(self, record: PodRecord | None) -> None:
+        if record is None:
+            return
+        for info in record.containers:
+            if info.state != "exited":
+                await self.runtime.stop_container(info.id, 0)
+
+    async def _write_status(self, pod: Obj, new: Obj, state: PodState) -> None:
+        old = pod.get("status") or {}
+        patch = status_patch(old, new)
+        if patch is None or new == state.written:
+            return
+        meta = pod["metadata"]
+        try:
+            await self.client.patch_status("pods", meta["name"], {"status": patch}, meta["namespace"])
+        except StatusError as exc:
+            if exc.code == 404:
+                return  # gone: its delete event follows
+            raise
+        state.written = new
+
+    # -- converging -------------------------------------------------------------------------------------------
+    async def _converge(self, pod: Obj, record: PodRecord | None, state: PodState) -> float | None:
+        uid = pod["metadata"]["uid"]
+        spec = pod.get("spec") or {}
+        policy = spec.get("restartPolicy") or "Always"
+        if record is None or record.sandbox is None or not record.sandbox.running:
+            if record is not None and record.containers:
+                await self.runtime.remove_pod(uid, 0)  # the sandbox died: start the pod over, as Kubernetes does
+            try:
+                await self.runtime.run_sandbox(pod)
+            except RuntimeFailure as exc:
+                state.waiting = {c["name"]: (exc.reason, exc.message) for c in spec.get("containers") or []}
+                return self.settings.backoff_initial_seconds
+            record = await self.runtime.pod(uid)
+            assert record is not None and record.sandbox is not None
+        sandbox = record.sandbox
+        for container in spec.get("initContainers") or []:
+            latest = record.latest(container["name"])
+            if latest is not None and latest.state == "exited" and latest.exit_code == 0:
+                continue
+            if latest is not None and latest.state != "exited":
+                return None
+            if latest is not None:
+                if policy == "Never":
+                    return None
+                return await self._restart(pod, sandbox, container, latest, state, init=True)
+            return await self._start(pod, sandbox, container, 0, state, init=True)
+        delays = []
+        for container in spec.get("containers") or []:
+            name = container["name"]
+            latest = record.latest(name)
+            if latest is None:
+                delays.append(await self._start(pod, sandbox, container, 0, state, init=False))
+            elif latest.state != "exited":
+                state.waiting.pop(name, None)
+            elif policy == "Always" or (policy == "OnFailure" and latest.exit_code != 0):
+                delays.append(await self._restart(pod, sandbox, container, latest, state, init=False))
+            else:
+                state.waiting.pop(name, None)
+        pending = [d for d in delays if d is not None]
+        return min(pending) if pending else None
+
+    async def _restart(self, pod: Obj, sandbox: SandboxInfo, container: Obj, latest: ContainerInfo,
+                       state: PodState, init: bool) -> float | None:
+        """Restart an exited container unless it is in back-off (Kubernetes: the first restart is at once, then
+        each restart within the back-off window waits it out; the window doubles up to the maximum)."""
+        name = container["name"]
+        now = time.monotonic()
+        entry = state.restart_backoff.get(name)
+        if entry is not None and now - entry.since > 2 * self.settings.backoff_max_seconds:
+            entry = None  # ran well for long enough: start over
+        if entry is not None and now - entry.since < entry.delay:
+            meta = pod["metadata"]
+            state.waiting[name] = ("CrashLoopBackOff", f"back-off {entry.delay:g}s restarting failed container={name} "
+                                   f"pod={meta['name']}_{meta['namespace']}({meta['uid']})")
+            return entry.delay - (now - entry.since)
+        delay = self.settings.backoff_initial_seconds if entry is None else \
+            min(entry.delay * 2, self.settings.backoff_max_seconds)
+        state.restart_backoff[name] = _Backoff(delay, now)
+        return await self._start(pod, sandbox, container, latest.attempt + 1, state, init)
+
+    async def _start(self, pod: Obj, sandbox: SandboxInfo, container: Obj, attempt: int, state: PodState,
+                     init: bool) -> float | None:
+        name, image = container["name"], container.get("image", "")
+        now = time.monotonic()
+        pulling = state.image_backoff.get(name)
+        if pulling is not None and now - pulling.since < pulling.delay:
+            if now - pulling.since < ERR_IMAGE_PULL_SHOWN_SECONDS:  # the error itself stays visible a moment
+                return ERR_IMAGE_PULL_SHOWN_SECONDS - (now - pulling.since)
+            state.waiting[name] = ("ImagePullBackOff", f'Back-off pulling image "{image}"')
+            return pulling.delay - (now - pulling.since)
+        try:
+            await self.runtime.ensure_image(image, pull_policy(container))
+        except RuntimeFailure as exc:
+            delay = self.settings.backoff_initial_seconds if pulling is None else \
+                min(pulling.delay * 2, self.settings.backoff_max_seconds)
+            state.image_backoff[name] = _Backoff(delay, now)
+            state.waiting[name] = (exc.reason, exc.message)
+            log.info("image pull failed", pod=_key(pod), container=name, image=image, error=exc.message)
+            return ERR_IMAGE_PULL_SHOWN_SECONDS  # report ErrImagePull now, ImagePullBackOff after
+        state.image_backoff.pop(name, None)
+        try:
+            if self.build_config is not None and self.runtime.needs_config:
+                config = await self.build_config.build(pod, container, sandbox, init)
+            else:
+                config = simple_config(pod, container, sandbox, init)
+            await self.runtime.start_container(pod, sandbox, config, attempt)
+        except RuntimeFailure as exc:
+            state.waiting[name] = (exc.reason, exc.message)
+            log.info("container did not start", pod=_key(pod), container=name, reason=exc.reason, error=exc.message)
+            return self.settings.backoff_initial_seconds
+        state.waiting.pop(name, None)
+        return None
+
+    # -- termination ------------------------------------------------------------------------------------------
+    async def _terminate(self, uid: str, pod: Obj, state: PodState) -> None:
+        meta, spec = pod["metadata"], pod.get("spec") or {}
+        grace = meta.get("deletionGracePeriodSeconds")
+        if grace is None:
+            grace = spec.get("terminationGracePeriodSeconds", 30)
+        began = time.monotonic()
+        try:
+            await self.runtime.remove_pod(uid, float(grace))
+            if self.build_config is not None:
+                self.build_config.remove(uid)
+            try:
+                await self.client.delete("pods", meta["name"], meta["namespace"], grace_period_seconds=0,
+                                         preconditions={"uid": uid})
+            except StatusError as exc:
+                if exc.code not in (404, 409):
+                    raise
+        except Exception as exc:  # noqa: BLE001 - the API or the runtime failed: try again shortly
+            log.warning("pod termination failed; retrying", pod=_key(pod), error=f"{type(exc).__name__}: {exc}")
+            self.enqueue(uid, 1.0)
+            return
+        state.terminated = True
+        log.info("pod terminated", pod=_key(pod), seconds=round(time.monotonic() - began, 3))
+        self.enqueue(uid, 0.0)
+
+
+def _key(pod: Obj) -> str:
+    meta = pod.get("metadata") or {}
+    return f"{meta.get('namespace')}/{meta.get('name')}"

@@ -1,0 +1,1 @@
+"""Container runtimes behind one small interface (``base.Runtime``): fake (simulated), docker, process."""

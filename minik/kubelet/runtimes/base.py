@@ -1,0 +1,145 @@
+"""The one interface the kubelet drives: a pod sandbox (the pod's network) and containers inside it.
+
+The kubelet decides (what to start, restart, stop); a runtime only does and reports. Everything a runtime runs
+carries the pod's uid, namespace and name, the container's name and attempt, the node's name and the kubelet's
+id, so a kubelet that restarts finds (adopts) what it ran and never touches another kubelet's containers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+Obj = dict[str, Any]
+
+#: called with a pod uid whenever something of that pod changed in the runtime (a container exited...)
+OnChange = Callable[[str], None]
+
+
+class RuntimeFailure(Exception):
+    """A runtime operation failed; ``reason`` is the Kubernetes waiting reason to show
+    (ErrImagePull, CreateContainerConfigError, CreateContainerError, RunContainerError...)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+@dataclass
+class Mount:
+    host_path: str
+    container_path: str
+    read_only: bool = False
+
+
+@dataclass
+class ContainerConfig:
+    """One container as the runtime should start it: the spec with env, mounts and ports already resolved."""
+
+    name: str
+    image: str
+    command: list[str]
+    args: list[str]
+    working_dir: str | None
+    env: dict[str, str]
+    mounts: list[Mount]
+    ports: list[Obj]
+    resources: Obj
+    tty: bool = False
+    stdin: bool = False
+    init: bool = False
+
+
+@dataclass
+class ContainerInfo:
+    """What the runtime reports of one container (one attempt of a spec container)."""
+
+    id: str
+    name: str
+    attempt: int
+    state: str
+    """created, running or exited"""
+    exit_code: int | None = None
+    reason: str = ""
+    """for exited containers: Completed, Error, OOMKilled"""
+    message: str = ""
+    started_at: float | None = None
+    finished_at: float | None = None
+    image: str = ""
+    image_id: str = ""
+    init: bool = False
+
+
+@dataclass
+class SandboxInfo:
+    id: str
+    ip: str
+    running: bool
+
+
+@dataclass
+class PodRecord:
+    """Everything the runtime holds for one pod."""
+
+    uid: str
+    namespace: str
+    name: str
+    node: str
+    sandbox: SandboxInfo | None = None
+    containers: list[ContainerInfo] = field(default_factory=list)
+
+    def latest(self, name: str) -> ContainerInfo | None:
+        """The newest attempt of a spec container."""
+        attempts = [c for c in self.containers if c.name == name]
+        return max(attempts, key=lambda c: c.attempt) if attempts else None
+
+    def previous(self, name: str) -> ContainerInfo | None:
+        attempts = sorted((c for c in self.containers if c.name == name), key=lambda c: c.attempt)
+        return attempts[-2] if len(attempts) > 1 else None
+
+
+class Runtime(Protocol):
+    name: str
+    """docker, process or fake"""
+
+    needs_config: bool
+    """Whether start_container needs env, mounts and ports resolved (the fake runtime does not)."""
+
+    async def start(self, on_change: OnChange) -> None:
+        """Connect; from now on call ``on_change(uid)`` whenever a pod's containers change on their own."""
+
+    async def stop(self) -> None:
+        """Disconnect. Containers keep running (a kubelet restart adopts them)."""
+
+    async def version(self) -> str:
+        """containerRuntimeVersion as the Node shows it: ``docker://20.10.24``."""
+
+    async def pods(self) -> dict[str, PodRecord]:
+        """Every pod this kubelet runs, by uid."""
+
+    async def pod(self, uid: str) -> PodRecord | None:
+        """One pod's sandbox and containers, None when the runtime holds nothing for it."""
+
+    async def ensure_image(self, image: str, policy: str) -> None:
+        """Make the image present per imagePullPolicy; RuntimeFailure ErrImagePull / ErrImageNeverPull."""
+
+    async def run_sandbox(self, pod: Obj) -> SandboxInfo:
+        """Create and start the pod's sandbox (its network namespace and IP)."""
+
+    async def start_container(self, pod: Obj, sandbox: SandboxInfo, config: ContainerConfig, attempt: int) -> str:
+        """Create and start one container attempt in the sandbox; its id."""
+
+    async def stop_container(self, container_id: str, grace_seconds: float) -> None:
+        """SIGTERM, wait up to the grace period, SIGKILL."""
+
+    async def remove_container(self, container_id: str) -> None: ...
+
+    async def remove_pod(self, uid: str, grace_seconds: float) -> None:
+        """Stop everything of the pod (containers first, then the sandbox) and remove it."""
+
+    def logs(self, container_id: str, *, follow: bool = False, tail_lines: int | None = None,
+             since_seconds: int | None = None, timestamps: bool = False) -> AsyncIterator[bytes]:
+        """The container's output (stdout and stderr interleaved)."""
+        ...

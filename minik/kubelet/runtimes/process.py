@@ -1,0 +1,160 @@
+"""The process runtime: each container's command runs as a local process (no image, no isolation, the node's
+network), for machines without Docker. Env, restart policy, probes and logs work as on Docker; volumes and images
+do not exist here (a container needs a command). The processes belong to the kubelet: they stop with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import signal
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from minik.aio import start_task, stop_task
+from minik.kubelet.node import host_address
+from minik.kubelet.runtimes.base import (ContainerConfig, ContainerInfo, OnChange, PodRecord, RuntimeFailure,
+                                         SandboxInfo)
+
+log = structlog.get_logger("minik.kubelet.process")
+
+Obj = dict[str, Any]
+
+
+class ProcessRuntime:
+    name = "process"
+    needs_config = True
+
+    def __init__(self, kubelet_id: str, logs_dir: Path) -> None:
+        self.kubelet_id = kubelet_id
+        self.logs_dir = logs_dir
+        self._pods: dict[str, PodRecord] = {}
+        self._processes: dict[str, asyncio.subprocess.Process] = {}
+        self._waiters: dict[str, asyncio.Task[None]] = {}
+        self._log_paths: dict[str, Path] = {}
+        self._ids = itertools.count(1)
+        self._on_change: OnChange = lambda uid: None
+        self._address = host_address()
+
+    async def start(self, on_change: OnChange) -> None:
+        self._on_change = on_change
+
+    async def stop(self) -> None:
+        for uid in list(self._pods):
+            await self.remove_pod(uid, 2.0)
+
+    async def version(self) -> str:
+        return "process://1.0.0"
+
+    async def pods(self) -> dict[str, PodRecord]:
+        return dict(self._pods)
+
+    async def pod(self, uid: str) -> PodRecord | None:
+        return self._pods.get(uid)
+
+    async def ensure_image(self, image: str, policy: str) -> None:
+        return None  # no images: the command runs on the host
+
+    async def run_sandbox(self, pod: Obj) -> SandboxInfo:
+        meta = pod["metadata"]
+        record = self._pods.setdefault(meta["uid"], PodRecord(meta["uid"], meta.get("namespace", ""), meta["name"],
+                                                              (pod.get("spec") or {}).get("nodeName", "")))
+        record.sandbox = SandboxInfo(f"process-sandbox-{meta['uid']}", self._address, True)
+        return record.sandbox
+
+    async def start_container(self, pod: Obj, sandbox: SandboxInfo, config: ContainerConfig, attempt: int) -> str:
+        argv = config.command + config.args
+        if not argv:
+            raise RuntimeFailure("RunContainerError", "the process runtime runs a container's command; "
+                                                      f"container {config.name!r} has none")
+        uid = pod["metadata"]["uid"]
+        container_id = f"{self.kubelet_id}-{next(self._ids)}"
+        log_path = self.logs_dir / uid / f"{config.name}-{attempt}.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        env = {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "HOSTNAME": pod["metadata"]["name"],
+               **config.env}
+        with open(log_path, "ab") as output:
+            try:
+                process = await asyncio.create_subprocess_exec(
+                    *argv, stdin=asyncio.subprocess.DEVNULL, stdout=output, stderr=output, env=env,
+                    cwd=config.working_dir if config.working_dir and os.path.isdir(config.working_dir) else None,
+                    start_new_session=True)
+            except OSError as exc:
+                raise RuntimeFailure("RunContainerError", f"cannot run {argv[0]!r}: {exc.strerror or exc}") from None
+        info = ContainerInfo(container_id, config.name, attempt, "running", started_at=time.time(),
+                             image=config.image, image_id="", init=config.init)
+        record = self._pods[uid]
+        record.containers = [c for c in record.containers if c.name != config.name or c.attempt >= attempt - 1]
+        record.containers.append(info)
+        self._processes[container_id] = process
+        self._log_paths[container_id] = log_path
+        self._waiters[container_id] = start_task(self._wait(uid, info, process), f"process {container_id}")
+        return container_id
+
+    async def _wait(self, uid: str, info: ContainerInfo, process: asyncio.subprocess.Process) -> None:
+        code = await process.wait()
+        info.state, info.finished_at = "exited", time.time()
+        info.exit_code = 128 - code if code < 0 else code  # killed by signal N: 128+N, as Docker reports
+        info.reason = "Completed" if info.exit_code == 0 else "Error"
+        self._processes.pop(info.id, None)
+        self._waiters.pop(info.id, None)
+        self._on_change(uid)
+
+    async def stop_container(self, container_id: str, grace_seconds: float) -> None:
+        process = self._processes.get(container_id)
+        if process is None or process.returncode is not None:
+            return
+        waiter = self._waiters.get(container_id)
+        for sig, wait in ((signal.SIGTERM, grace_seconds), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(process.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                await asyncio.wait_for(asyncio.shield(process.wait()), wait)
+                break
+            except TimeoutError:
+                continue
+        if waiter is not None:
+            await asyncio.wait([waiter], timeout=1.0)
+
+    async def remove_container(self, container_id: str) -> None:
+        await self.stop_container(container_id, 0)
+        for record in self._pods.values():
+            record.containers = [c for c in record.containers if c.id != container_id]
+        self._log_paths.pop(container_id, None)
+
+    async def remove_pod(self, uid: str, grace_seconds: float) -> None:
+        record = self._pods.get(uid)
+        if record is None:
+            return
+        await asyncio.gather(*(self.stop_container(c.id, grace_seconds) for c in record.containers))
+        for info in record.containers:
+            await stop_task(self._waiters.pop(info.id, None))
+            self._log_paths.pop(info.id, None)
+        self._pods.pop(uid, None)
+
+    async def logs(self, container_id: str, *, follow: bool = False, tail_lines: int | None = None,
+                   since_seconds: int | None = None, timestamps: bool = False) -> AsyncIterator[bytes]:
+        path = self._log_paths.get(container_id)
+        if path is None:
+            raise RuntimeFailure("NotFound", f"container {container_id} not found")
+        data = path.read_bytes()
+        if tail_lines is not None:
+            data = b"".join(data.splitlines(keepends=True)[-tail_lines:]) if tail_lines else b""
+        if data:
+            yield data
+        offset = path.stat().st_size
+        while follow and container_id in self._processes:
+            await asyncio.sleep(0.2)
+            size = path.stat().st_size
+            if size > offset:
+                with open(path, "rb") as handle:
+                    handle.seek(offset)
+                    yield handle.read(size - offset)
+                offset = size

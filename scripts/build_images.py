@@ -1,0 +1,27 @@
+#!/usr/bin/env python3
+"""Build the images the tests, examples and manifests need, with no registry: busybox (from the host's static
+busybox, as `docker import` would) tagged busybox:latest and its version tags, and minik's pause image."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import aiodocker
+
+from minik.kubelet.runtimes.images import build_all
+
+
+async def main() -> int:
+    try:
+        async with aiodocker.Docker() as docker:
+            built = await build_all(docker)
+    except (aiodocker.DockerError, OSError) as exc:
+        print(f"build_images: {exc}", file=sys.stderr)
+        return 1
+    print("build_images: built " + ", ".join(built))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

@@ -1,0 +1,195 @@
+"""The kubelet on real Docker: pods as a pause container plus app containers, as Kubernetes runs them.
+
+These need a Docker engine and the local images (scripts/build_images.py; scripts/test provides both). Without
+an engine they fail: they are never skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import urllib.request
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiodocker
+import pytest
+
+from minik.client import Client
+from minik.cluster import Cluster, ClusterSettings
+from minik.kubelet.component import NodeComponent
+from minik.kubelet.podworker import WorkerSettings
+from minik.kubelet.runtimes.select import kubelet_id
+from tests.kubelet.helpers import condition, container_state, phase, pod_manifest, wait_for_pod, wait_gone
+
+NODE = "docker-node"
+BUSYBOX = "busybox:latest"
+
+
+def busybox(name: str, script: str, **extra: object) -> dict:
+    return {"name": name, "image": BUSYBOX, "imagePullPolicy": "IfNotPresent", "command": ["sh", "-c", script],
+            **extra}
+
+
+class DockerNode:
+    def __init__(self, cluster: Cluster, client: Client, docker: aiodocker.Docker) -> None:
+        self.cluster = cluster
+        self.client = client
+        self.docker = docker
+
+    @property
+    def component(self) -> NodeComponent:
+        return self.cluster.components["node"]  # type: ignore[return-value]
+
+    async def containers(self, uid: str) -> list[dict]:
+        import json
+
+        filters = json.dumps({"label": [f"io.kubernetes.pod.uid={uid}"]})
+        async with self.docker._query("containers/json", params={"all": "1", "filters": filters}) as response:
+            return list(await response.json())
+
+
+@pytest.fixture
+async def node(tmp_path: Path) -> AsyncIterator[DockerNode]:
+    settings = ClusterSettings(data_dir=tmp_path / "c", port=0, synchronous="NORMAL", node_name=NODE,
+                               node_runtime="docker", disabled=frozenset({"scheduler", "controllers", "proxy"}),
+                               kubelet={"worker": WorkerSettings(backoff_initial_seconds=1.0,
+                                                                 backoff_max_seconds=4.0)})
+    async with aiodocker.Docker() as docker:
+        try:
+            async with Cluster(settings) as cluster, Client.http(cluster.url) as client:
+                component: NodeComponent = cluster.components["node"]  # type: ignore[assignment]
+                await asyncio.wait_for(component.local_ready.wait(), 20)
+                assert component.local is not None
+                await component.local.wait_registered(10)
+                yield DockerNode(cluster, client, docker)
+        finally:
+            await remove_containers(docker, kubelet_id(settings.data_dir / "kubelet"))
+
+
+async def remove_containers(docker: aiodocker.Docker, kubelet: str) -> None:
+    """What the test's kubelet left running (its pods were not deleted) goes with the test."""
+    import json
+
+    filters = json.dumps({"label": [f"minik.io/kubelet={kubelet}"]})
+    async with docker._query("containers/json", params={"all": "1", "filters": filters}) as response:
+        for container in await response.json():
+            await docker.containers.container(container["Id"]).delete(force=True)
+
+
+def fetch(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - the pod's own address
+        return response.read().decode()
+
+
+async def fetch_eventually(url: str, timeout: float = 10.0) -> str:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return await asyncio.to_thread(fetch, url)
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.1)
+
+
+async def test_httpd_pod_answers_on_its_ip_with_env_and_config_map_and_containers_share_localhost(
+        node: DockerNode) -> None:
+    client = node.client
+    await client.create("configmaps", {"metadata": {"name": "site", "namespace": "default"},
+                                       "data": {"index.html": "hello from a configMap\n", "greeting": "bonjour"}})
+    await client.create("secrets", {"metadata": {"name": "creds", "namespace": "default"},
+                                    "stringData": {"password": "s3cret"}})
+    web = busybox("web", "cp /config/index.html /www/ && echo \"$GREETING $PASSWORD $POD_NAME $MY_NODE\" > "
+                         "/www/env.txt && exec httpd -f -p 8080 -h /www",
+                  env=[{"name": "GREETING", "valueFrom": {"configMapKeyRef": {"name": "site", "key": "greeting"}}},
+                       {"name": "PASSWORD", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "password"}}},
+                       {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                       {"name": "MY_NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
+                  ports=[{"containerPort": 8080}],
+                  volumeMounts=[{"name": "www", "mountPath": "/www"}, {"name": "config", "mountPath": "/config"}])
+    side = busybox("side", "until wget -q -O /www/via-localhost.txt http://localhost:8080/index.html; "
+                           "do sleep 0.1; done; exec sleep 3600",
+                   volumeMounts=[{"name": "www", "mountPath": "/www"}])
+    await client.create("pods", pod_manifest("web", node=NODE, containers=[web, side], volumes=[
+        {"name": "www", "emptyDir": {}}, {"name": "config", "configMap": {"name": "site"}}]))
+    pod = await wait_for_pod(client, "web", lambda p: phase(p) == "Running" and condition(p, "Ready") == "True", 30)
+    ip = pod["status"]["podIP"]
+    assert ip and ip != pod["status"]["hostIP"]
+    assert await fetch_eventually(f"http://{ip}:8080/index.html") == "hello from a configMap\n"
+    assert await fetch_eventually(f"http://{ip}:8080/env.txt") == f"bonjour s3cret web {NODE}\n"
+    assert await fetch_eventually(f"http://{ip}:8080/via-localhost.txt") == "hello from a configMap\n"
+    assert [s["restartCount"] for s in pod["status"]["containerStatuses"]] == [0, 0]
+    web_status = container_state(pod, "web")
+    assert web_status["containerID"].startswith("docker://") and web_status["imageID"]
+    containers = await node.containers(pod["metadata"]["uid"])
+    assert sorted(c["Labels"]["io.kubernetes.container.name"] for c in containers) == ["POD", "side", "web"]
+
+
+async def test_a_container_killed_from_outside_is_restarted_with_restart_count_one(node: DockerNode) -> None:
+    client = node.client
+    await client.create("pods", pod_manifest("victim", node=NODE, containers=[busybox("app", "exec sleep 3600")]))
+    pod = await wait_for_pod(client, "victim", lambda p: phase(p) == "Running", 30)
+    container_id = container_state(pod)["containerID"].removeprefix("docker://")
+    await node.docker.containers.container(container_id).kill()
+    pod = await wait_for_pod(client, "victim", lambda p: container_state(p).get("restartCount") == 1 and
+                             "running" in container_state(p)["state"], 20)
+    status = container_state(pod)
+    assert status["lastState"]["terminated"]["exitCode"] == 137
+    assert status["containerID"] != f"docker://{container_id}"
+
+
+async def test_a_crashing_container_shows_crash_loop_back_off(node: DockerNode) -> None:
+    client = node.client
+    await client.create("pods", pod_manifest("crasher", node=NODE, containers=[busybox("app", "echo bye; exit 2")]))
+    pod = await wait_for_pod(client, "crasher", lambda p: container_state(p).get("state", {}).get("waiting", {})
+                             .get("reason") == "CrashLoopBackOff", 30)
+    status = container_state(pod)
+    assert status["lastState"]["terminated"]["exitCode"] == 2
+    assert status["lastState"]["terminated"]["reason"] == "Error"
+    assert status["restartCount"] >= 1
+
+
+async def test_a_missing_image_shows_err_image_pull_then_image_pull_back_off(node: DockerNode) -> None:
+    client = node.client
+    await client.create("pods", pod_manifest("noimage", node=NODE, containers=[
+        {"name": "app", "image": "minik.invalid/no-such-image:1"}]))
+    seen: set[str] = set()
+
+    def reasons(p: dict) -> bool:
+        seen.add(container_state(p).get("state", {}).get("waiting", {}).get("reason", ""))
+        return "ImagePullBackOff" in seen
+
+    pod = await wait_for_pod(client, "noimage", reasons, 30)
+    assert "ErrImagePull" in seen and phase(pod) == "Pending"
+
+
+async def test_deletion_stops_the_containers_within_the_grace_period_and_removes_the_pod(node: DockerNode) -> None:
+    client = node.client
+    script = "trap 'echo stopping; exit 0' TERM; while true; do sleep 0.1; done"
+    await client.create("pods", pod_manifest("leaver", node=NODE, containers=[busybox("app", script)],
+                                             terminationGracePeriodSeconds=20))
+    pod = await wait_for_pod(client, "leaver", lambda p: phase(p) == "Running", 30)
+    began = time.monotonic()
+    await client.delete("pods", "leaver", "default")
+    await wait_gone(client, "pods", "leaver", timeout=20)
+    assert time.monotonic() - began < 10  # SIGTERM ended it at once: no waiting out the 20 s
+    assert await node.containers(pod["metadata"]["uid"]) == []
+
+
+async def test_a_restarted_kubelet_adopts_its_containers_without_duplicates(node: DockerNode) -> None:
+    client = node.client
+    await client.create("pods", pod_manifest("steady", node=NODE, containers=[busybox("app", "exec sleep 3600")]))
+    pod = await wait_for_pod(client, "steady", lambda p: phase(p) == "Running", 30)
+    before = sorted(c["Id"] for c in await node.containers(pod["metadata"]["uid"]))
+    component = node.component
+    await component.stop()
+    restarted = NodeComponent(node.cluster.settings, node.cluster.client)  # type: ignore[arg-type]
+    node.cluster.components["node"] = restarted
+    await restarted.start()
+    await asyncio.wait_for(restarted.local_ready.wait(), 20)
+    await asyncio.sleep(1.0)  # time to (wrongly) start anything twice
+    after = sorted(c["Id"] for c in await node.containers(pod["metadata"]["uid"]))
+    assert after == before
+    pod = await client.get("pods", "steady", "default")
+    assert container_state(pod)["restartCount"] == 0 and "running" in container_state(pod)["state"]
