@@ -17,7 +17,7 @@ from minik.api.errors import StatusError, bad_request, internal, not_found, unsu
 from minik.api.registry import Registry, ResourceType
 from minik.apiserver import codec, discovery, scale, tables
 from minik.apiserver.admission import (AdmissionPlugin, Admission, AllowAll, Authenticator, Authorizer,
-                                       LoopbackAuthenticator, NamespaceLifecycle, ObjectReader)
+                                       LoopbackAuthenticator, ObjectReader, default_plugins)
 from minik.apiserver.apply import Applier, FieldManager
 from minik.apiserver.fieldvalidation import FieldValidation
 from minik.apiserver.lists import list_body, parse_list_options, read_list
@@ -64,7 +64,7 @@ class ApiServer:
         self.authenticator = authenticator or LoopbackAuthenticator()
         self.authorizer = authorizer or AllowAll()
         self.reader = ObjectReader(store, registry)
-        plugins = admission_plugins if admission_plugins is not None else [NamespaceLifecycle(self.reader)]
+        plugins = admission_plugins if admission_plugins is not None else default_plugins(self.reader)
         self.admission = Admission(plugins)
         self.rests = {(t.group, t.version, t.plural): ResourceRest(t, store, self.admission) for t in registry.types}
         self.services = ServiceAllocations(store, self.settings.service_cidr, self.settings.node_port_range)

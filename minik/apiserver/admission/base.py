@@ -1,7 +1,8 @@
-"""The request pipeline's replaceable stages: authentication, authorization and admission plugins.
+"""The request pipeline's replaceable stages: the authenticator, authorizer and admission plugin protocols,
+what admission sees of a request, and the chain that runs the plugins.
 
-Each stage is a small protocol so the security work can swap in real implementations without touching the
-handlers: authenticate -> authorize -> decode -> admit (mutating, then validating) -> validate -> store.
+Each stage is a small protocol so real implementations replace the defaults without touching the handlers:
+authenticate -> authorize -> decode -> admit (mutating, then validating) -> validate -> store.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from minik.api.errors import StatusError, forbidden, not_found
 from minik.api.registry import Registry, ResourceType
 from minik.apiserver.request import ApiRequest, User
 from minik.apiserver.requestinfo import RequestInfo
@@ -80,41 +80,6 @@ class AdmissionPlugin(Protocol):
     async def validate(self, attrs: Attributes) -> None:
         """Raise StatusError to refuse the request; never mutate."""
         ...
-
-
-IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")
-
-
-class NamespaceLifecycle:
-    """New objects only in namespaces that exist and are not terminating; the system namespaces stay."""
-
-    name = "NamespaceLifecycle"
-
-    def __init__(self, reader: ObjectReader) -> None:
-        self._reader = reader
-
-    async def admit(self, attrs: Attributes) -> None:
-        return None
-
-    async def validate(self, attrs: Attributes) -> None:
-        if attrs.resource.plural == "namespaces" and not attrs.resource.group:
-            if attrs.operation == "DELETE" and attrs.name in IMMORTAL_NAMESPACES:
-                raise forbidden(f'namespaces "{attrs.name}" is forbidden: this namespace may not be deleted',
-                                "namespaces", "", attrs.name)
-            return
-        if attrs.operation != "CREATE" or not attrs.resource.namespaced or attrs.subresource:
-            return
-        namespace = self._reader.get("", "v1", "namespaces", None, attrs.namespace or "")
-        if namespace is None:
-            raise not_found("namespaces", "", attrs.namespace or "")
-        if namespace.get("status", {}).get("phase") == "Terminating" or \
-                namespace.get("metadata", {}).get("deletionTimestamp"):
-            raise StatusError(403, "Forbidden", f"{attrs.resource.plural} \"{attrs.name}\" is forbidden: unable "
-                              f"to create new content in namespace {attrs.namespace} because it is being "
-                              f"terminated", {"name": attrs.name, "kind": attrs.resource.plural,
-                                              "causes": [{"reason": "NamespaceTerminating", "message":
-                                                          f"namespace {attrs.namespace} is being terminated",
-                                                          "field": "metadata.namespace"}]})
 
 
 class Admission:
