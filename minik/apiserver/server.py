@@ -19,6 +19,7 @@ from minik.apiserver import codec, discovery, scale, tables
 from minik.apiserver.admission import (AdmissionPlugin, Admission, AllowAll, Authenticator, Authorizer,
                                        LoopbackAuthenticator, ObjectReader, default_plugins)
 from minik.apiserver.apply import Applier, FieldManager
+from minik.apiserver.eviction import evict
 from minik.apiserver.fieldvalidation import FieldValidation
 from minik.apiserver.lists import list_body, parse_list_options, read_list
 from minik.apiserver.openapi import OpenApi
@@ -200,6 +201,9 @@ class ApiServer:
             if sub == "binding":
                 await rest.bind(info.namespace or "", info.name or "", body, user)
                 return ApiResponse.json(success_status(info.name or "", "", "pods"), 201)
+            if sub == "eviction":
+                status = await evict(rest, info.namespace or "", info.name or "", body, user, dry_run)
+                return ApiResponse.json(status, 201)
             if sub is not None:
                 raise not_found(f"{info.resource.plural}/{sub}", info.resource.group, info.name or "")
             fields = FieldValidation(info.resource, query, verb)
@@ -207,7 +211,7 @@ class ApiServer:
             created = await rest.create(body, info.namespace, user, dry_run,
                                         FieldManager.for_request(info.resource, request, verb, sub))
             return _object_response(created, 201, fields.headers)
-        if sub == "binding":
+        if sub in ("binding", "eviction"):
             raise StatusError(405, "MethodNotAllowed", "the server does not allow this method on the requested "
                               f"resource ({request.method})")
         if verb == "update":
