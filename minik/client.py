@@ -11,6 +11,8 @@ network failures raise ``TransportError``.
 
 from __future__ import annotations
 
+import asyncio
+import ssl as ssl_module
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
@@ -42,6 +44,21 @@ _GENERIC_REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 40
                     405: "MethodNotAllowed", 406: "NotAcceptable", 409: "Conflict", 410: "Gone",
                     413: "RequestEntityTooLarge", 415: "UnsupportedMediaType", 422: "Invalid",
                     429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable", 504: "Timeout"}
+
+
+#: how often a request refused with 429 TooManyRequests is sent again, after the wait the server asks for
+#: (client-go retries 10 times)
+RETRIES_ON_TOO_MANY_REQUESTS = 10
+
+
+def _retry_after(body: bytes) -> float:
+    """The seconds a 429 Status asks the client to wait (details.retryAfterSeconds), 1 when it does not say,
+    at most 10."""
+    try:
+        seconds = ((orjson.loads(body) or {}).get("details") or {}).get("retryAfterSeconds")
+    except (orjson.JSONDecodeError, AttributeError):
+        seconds = None
+    return float(min(max(seconds, 0), 10)) if isinstance(seconds, (int, float)) else 1.0
 
 
 class TransportError(ConnectionError):
@@ -82,8 +99,12 @@ class Transport(Protocol):
 class HttpTransport:
     """HTTP through one aiohttp session, created on first use (it must be created inside the event loop)."""
 
-    def __init__(self, url: str, token: str | None = None, timeout_seconds: float = 60.0) -> None:
+    def __init__(self, url: str, token: str | None = None, timeout_seconds: float = 60.0, *,
+                 ssl: ssl_module.SSLContext | bool | None = None) -> None:
+        """``ssl``: a context trusting the cluster's CA (from the kubeconfig), False to skip verification,
+        None for the system's trust store."""
         self.url = url.rstrip("/")
+        self._ssl: ssl_module.SSLContext | bool = True if ssl is None else ssl
         self._headers = {"Accept": JSON}
         if token:
             self._headers["Authorization"] = f"Bearer {token}"
@@ -96,7 +117,8 @@ class HttpTransport:
         if self._session is None:
             # no connection limit: every informer holds a connection for its watch, and a pool exhausted by
             # watches would deadlock the requests made by their handlers
-            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), headers=self._headers)
+            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, ssl=self._ssl),
+                                                  headers=self._headers)
         return self._session
 
     async def request(self, method: str, path: str, query: Mapping[str, str], body: bytes | None = None,
@@ -395,8 +417,8 @@ class Client:
 
     @classmethod
     def http(cls, url: str, token: str | None = None, *, timeout_seconds: float = 60.0,
-             registry: Registry | None = None) -> "Client":
-        return cls(HttpTransport(url, token, timeout_seconds), registry)
+             registry: Registry | None = None, ssl: ssl_module.SSLContext | bool | None = None) -> "Client":
+        return cls(HttpTransport(url, token, timeout_seconds, ssl=ssl), registry)
 
     @classmethod
     def in_process(cls, api: "ApiServer", token: str | None = None, *, registry: Registry | None = None
@@ -469,8 +491,12 @@ class Client:
             payload = bytes(body)
         else:
             payload = orjson.dumps(body)
-        response = await self.transport.request(method, path, query or {}, payload,
-                                                content_type if payload is not None else None)
+        for attempt in range(RETRIES_ON_TOO_MANY_REQUESTS + 1):
+            response = await self.transport.request(method, path, query or {}, payload,
+                                                    content_type if payload is not None else None)
+            if response.status != 429 or attempt == RETRIES_ON_TOO_MANY_REQUESTS:
+                break
+            await asyncio.sleep(_retry_after(response.body))
         return _decode(response)
 
     # -- reads ----------------------------------------------------------------------------------------------

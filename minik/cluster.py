@@ -18,9 +18,18 @@ import structlog
 from aiohttp import web
 
 from minik.api.resources import REGISTRY
+from minik.apiserver.admission import ObjectReader
 from minik.apiserver.http import build_app
+from minik.apiserver.limits import Limits
+from minik.apiserver.request import User
 from minik.apiserver.server import ApiServer, ApiSettings
 from minik.client import Client
+from minik.security import authz, joinserver
+from minik.security.authn import StaticTokens, TokenAuthenticator
+from minik.security.authz import RoleAuthorizer
+from minik.security.credentials import ADMIN, APISERVER, UNSECURED, ClusterCredentials, mint, serving_names
+from minik.security.files import restrict
+from minik.security.tokens import NODE_USER_PREFIX, NODES
 from minik.store import Store, StoreSettings
 
 log = structlog.get_logger("minik.cluster")
@@ -117,6 +126,17 @@ class ClusterSettings:
     kubelet: dict[str, object] = field(default_factory=dict)
     """Extra KubeletSettings fields for the local node (for tests: back-off, resync...)."""
 
+    insecure_loopback: bool = False
+    """Serve plain HTTP with no authentication (every request is ``system:unsecured``, an admin), as Kubernetes'
+    old insecure port did: only on a loopback address, and only when asked (tests, `minik up
+    --insecure-loopback`). Otherwise the API is HTTPS with the cluster's CA and every request is authenticated."""
+
+    tls_sans: tuple[str, ...] = ()
+    """Extra names and addresses for the serving certificate (`minik up --tls-san`), besides this host's own."""
+
+    limits: dict[str, object] = field(default_factory=dict)
+    """Extra Limits fields (concurrent requests per lane, timeouts; for tests and benchmarks)."""
+
     def __post_init__(self) -> None:
         unknown = sorted(set(self.disabled) - set(COMPONENTS))
         if unknown:
@@ -124,10 +144,31 @@ class ClusterSettings:
         network = ipaddress.ip_network(self.service_cidr, strict=False)  # ValueError for a bad range
         if network.num_addresses < 8:
             raise ValueError(f"the service range {self.service_cidr} is too small (at least 8 addresses)")
+        if self.insecure_loopback and not is_loopback(self.bind):
+            raise ValueError(f"plain HTTP is only served on a loopback address, not on {self.bind}: drop "
+                             "--insecure-loopback to serve HTTPS")
 
     @property
     def db_path(self) -> Path:
         return self.data_dir / "state.db"
+
+
+def is_loopback(address: str) -> bool:
+    if address == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
+#: the identity each in-process component runs as (see minik.security.authz for what each may do); a component
+#: not listed runs as ``system:minik:component:NAME`` with every right, until its own identity is decided
+COMPONENT_USERS: dict[str, User] = {
+    "scheduler": User(authz.SCHEDULER),
+    "controllers": User(authz.CONTROLLER_MANAGER),
+    "proxy": User(authz.KUBE_PROXY),
+}
 
 
 class Cluster:
@@ -136,7 +177,12 @@ class Cluster:
         self.store: Store | None = None
         self.api: ApiServer | None = None
         self._runner: web.AppRunner | None = None
+        #: the API server's own in-process client (identity system:apiserver, an admin)
         self.client: Client | None = None
+        self.tokens = StaticTokens()
+        #: the CA, serving certificate and admin token (None when serving plain HTTP on loopback)
+        self.credentials: ClusterCredentials | None = None
+        self._clients: list[Client] = []
         self.components: dict[str, Component] = {}
         self.port: int = settings.port
         self.started_seconds: float = 0.0
@@ -147,29 +193,71 @@ class Cluster:
         return self.settings.bind if self.settings.bind not in ("0.0.0.0", "::") else "127.0.0.1"
 
     @property
+    def secure(self) -> bool:
+        return not self.settings.insecure_loopback
+
+    @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{'https' if self.secure else 'http'}://{self.host}:{self.port}"
+
+    @property
+    def admin_token(self) -> str | None:
+        return self.credentials.admin_token if self.credentials is not None else None
+
+    def in_process_client(self, user: User = ADMIN) -> Client:
+        """A client that reaches this cluster's API in-process as ``user`` (through authentication with a token
+        minted for it, authorization and admission, as any client). Closed by the caller, or at stop."""
+        assert self.api is not None, "the cluster is not started"
+        client = Client.in_process(self.api, mint(self.tokens, user))
+        self._clients.append(client)
+        return client
+
+    def component_user(self, name: str) -> User:
+        """The identity of an in-process component: the local node is ``system:node:NAME`` (the node simulator
+        when there are fake nodes, since one kubelet then writes every simulated node)."""
+        if name == "node":
+            if self.settings.fake_nodes:
+                return User(authz.NODE_SIMULATOR)
+            from minik.kubelet.component import default_node_name
+
+            return User(NODE_USER_PREFIX + (self.settings.node_name or default_node_name()), (NODES,))
+        return COMPONENT_USERS.get(name) or User(f"system:minik:component:{name}", (authz.MASTERS,))
 
     async def start(self) -> None:
         began = time.perf_counter()
         s = self.settings
         s.data_dir.mkdir(parents=True, exist_ok=True)
+        if self.secure:
+            names = serving_names(s.bind, str(next(ipaddress.ip_network(s.service_cidr, strict=False).hosts())),
+                                  s.tls_sans)
+            self.credentials = ClusterCredentials.load_or_create(s.data_dir, names, self.tokens)
         self.store = await Store.open(StoreSettings(path=s.db_path, synchronous=s.synchronous, **s.store))  # type: ignore[arg-type]
+        for suffix in ("", "-wal", "-shm"):  # the store holds the bootstrap tokens: owner only
+            restrict(s.db_path.with_name(s.db_path.name + suffix))
         try:
+            reader = ObjectReader(self.store, REGISTRY)
             self.api = ApiServer(self.store, REGISTRY, ApiSettings(address=f"{s.bind}:{s.port}",
-                                                                  service_cidr=s.service_cidr))
+                                                                  service_cidr=s.service_cidr,
+                                                                  limits=Limits(**s.limits)),  # type: ignore[arg-type]
+                                 authenticator=TokenAuthenticator(reader, self.tokens),
+                                 authorizer=RoleAuthorizer(self.store))
             await self.api.bootstrap()
-            app = build_app(self.api)
+            app = build_app(self.api, user=None if self.secure else UNSECURED)
             app.on_shutdown.append(self._end_watches)
             self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=s.shutdown_timeout_seconds,
-                                         handle_signals=False)
+                                         handle_signals=False, **self.api.settings.limits.server_args())
             await self._runner.setup()
-            site = web.TCPSite(self._runner, s.bind, s.port, reuse_address=True)
+            ssl_context = self.credentials.server_ssl_context() if self.credentials is not None else None
+            site = web.TCPSite(self._runner, s.bind, s.port, reuse_address=True, ssl_context=ssl_context)
             await site.start()
             sockets = self._runner.addresses
             if sockets:
                 self.port = int(sockets[0][1])
             await self.api.publish_master_service(self.host, self.port)
+            self.client = self.in_process_client(APISERVER)
+            if self.credentials is not None:
+                self.api.extensions[joinserver.PATH] = joinserver.JoinServer(self.client, self.credentials.ca).handle
+                await joinserver.publish_cluster_info(self.client, self.url, self.credentials.ca.cert_pem)
             await self._start_components()
         except BaseException:
             await self.stop()
@@ -180,11 +268,10 @@ class Cluster:
     async def _start_components(self) -> None:
         """Start the enabled components in FACTORIES order, each with the in-process client."""
         assert self.api is not None
-        self.client = Client.in_process(self.api)
         for name, factory in FACTORIES.items():
             if name in self.settings.disabled:
                 continue
-            component = factory(self.settings, self.client)
+            component = factory(self.settings, self.in_process_client(self.component_user(name)))
             await component.start()
             self.components[name] = component
             log.info("component started", component=name)
@@ -197,9 +284,10 @@ class Cluster:
             except Exception:  # noqa: BLE001 - one component's failure must not keep the others running
                 log.exception("component failed to stop", component=name)
         self.components.clear()
-        if self.client is not None:
-            await self.client.close()
-            self.client = None
+        for client in self._clients:
+            await client.close()
+        self._clients.clear()
+        self.client = None
 
     async def _end_watches(self, _app: web.Application) -> None:
         if self.store is not None:

@@ -8,7 +8,10 @@ kubeconfig may hold credentials.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
+import ssl
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,13 +26,17 @@ class KubeconfigError(Exception):
     """A kubeconfig that cannot be read or does not say where the server is."""
 
 
-def for_cluster(name: str, server: str) -> Config:
-    """A kubeconfig with one cluster, one user and one context, all called ``name``, and that context current."""
+def for_cluster(name: str, server: str, *, ca_data: bytes | None = None, token: str | None = None) -> Config:
+    """A kubeconfig with one cluster, one user and one context, all called ``name``, and that context current;
+    with the CA that signs the server's certificate and the user's bearer token when given."""
+    cluster: dict[str, Any] = {"server": server}
+    if ca_data:
+        cluster["certificate-authority-data"] = base64.b64encode(ca_data).decode()
     return {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": name, "cluster": {"server": server}}],
-        "users": [{"name": name, "user": {}}],
+        "clusters": [{"name": name, "cluster": cluster}],
+        "users": [{"name": name, "user": {"token": token} if token else {}}],
         "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
         "current-context": name,
         "preferences": {},
@@ -103,6 +110,22 @@ class Endpoint:
     server: str
     token: str | None = None
     namespace: str = "default"
+    ca_data: bytes | None = None
+    """The PEM CA the server's certificate must chain to (https); None: the system's trust store."""
+    insecure_skip_tls_verify: bool = False
+
+    def ssl_context(self) -> ssl.SSLContext | bool | None:
+        """What aiohttp's ``ssl=`` takes for this endpoint: a context trusting ``ca_data``, False to skip
+        verification (insecure-skip-tls-verify), None for the default (or plain http)."""
+        if not self.server.startswith("https://"):
+            return None
+        if self.insecure_skip_tls_verify:
+            return False
+        if self.ca_data:
+            context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cadata=self.ca_data.decode())
+            context.minimum_version = ssl.TLSVersion.TLSv1_2
+            return context
+        return None
 
 
 def _named(config: Config, section: str, name: str, field: str) -> dict[str, Any]:
@@ -133,4 +156,23 @@ def endpoint(path: Path, context: str | None = None) -> Endpoint:
     token = user.get("token")
     namespace = ctx.get("namespace")
     return Endpoint(server, token if isinstance(token, str) and token else None,
-                    namespace if isinstance(namespace, str) and namespace else "default")
+                    namespace if isinstance(namespace, str) and namespace else "default", _ca_data(path, cluster),
+                    cluster.get("insecure-skip-tls-verify") is True)
+
+
+def _ca_data(path: Path, cluster: dict[str, Any]) -> bytes | None:
+    data = cluster.get("certificate-authority-data")
+    if isinstance(data, str) and data:
+        try:
+            return base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError):
+            raise KubeconfigError(f"{path}: certificate-authority-data is not base64") from None
+    file = cluster.get("certificate-authority")
+    if isinstance(file, str) and file:
+        ca_path = (path.parent / file).expanduser()
+        try:
+            return ca_path.read_bytes()
+        except OSError as exc:
+            raise KubeconfigError(f"{path}: cannot read certificate-authority {ca_path}: "
+                                  f"{exc.strerror or exc}") from None
+    return None

@@ -50,7 +50,7 @@ async def cluster(tmp_path: Path) -> AsyncIterator["Cluster"]:
     of the components (scheduler, controllers, node...), so API tests see only what they write themselves."""
     from minik.cluster import COMPONENTS, Cluster, ClusterSettings
 
-    c = Cluster(ClusterSettings(data_dir=tmp_path / "cluster", port=0, synchronous="NORMAL",
+    c = Cluster(ClusterSettings(data_dir=tmp_path / "cluster", port=0, insecure_loopback=True, synchronous="NORMAL",
                                 disabled=frozenset(COMPONENTS)))
     await c.start()
     try:

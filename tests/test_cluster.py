@@ -12,7 +12,7 @@ from minik.store import Store, StoreSettings
 
 
 async def test_shutdown_ends_watches_drains_requests_and_keeps_every_write(tmp_path: Path) -> None:
-    settings = ClusterSettings(data_dir=tmp_path / "c", port=0, synchronous="FULL")
+    settings = ClusterSettings(data_dir=tmp_path / "c", port=0, insecure_loopback=True, synchronous="FULL")
     cluster = Cluster(settings)
     await cluster.start()
     url = cluster.url
@@ -49,7 +49,7 @@ async def test_shutdown_ends_watches_drains_requests_and_keeps_every_write(tmp_p
 
 
 async def test_a_second_start_on_the_same_data_carries_on(tmp_path: Path) -> None:
-    settings = ClusterSettings(data_dir=tmp_path / "c", port=0, synchronous="NORMAL")
+    settings = ClusterSettings(data_dir=tmp_path / "c", port=0, insecure_loopback=True, synchronous="NORMAL")
     async with Cluster(settings) as first:
         async with aiohttp.ClientSession(base_url=first.url) as session:
             async with session.post("/api/v1/namespaces/default/configmaps",

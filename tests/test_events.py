@@ -14,7 +14,7 @@ from minik.events import EventRecorder
 @pytest.fixture
 async def client(cluster: Cluster) -> AsyncIterator[Client]:
     assert cluster.api is not None
-    async with Client.in_process(cluster.api) as c:
+    async with cluster.in_process_client() as c:
         yield c
 
 

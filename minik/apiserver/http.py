@@ -6,18 +6,24 @@ encoding and end when the client goes away or the server shuts down.
 
 from __future__ import annotations
 
+import asyncio
+
 import structlog
 from aiohttp import web
 
 from minik.api.errors import StatusError
 from minik.apiserver.codec import MAX_BODY_BYTES
-from minik.apiserver.request import ApiRequest, ApiResponse
+from minik.apiserver.request import ApiRequest, ApiResponse, User
 from minik.apiserver.server import ApiServer
 
 log = structlog.get_logger("minik.apiserver.http")
 
 API_SERVER: web.AppKey[ApiServer] = web.AppKey("api_server", ApiServer)
+#: the user every request of this listener is, without authentication (only the opt-in plain-HTTP loopback
+#: listener has one; None: authenticate each request)
+LISTENER_USER: web.AppKey[User | None] = web.AppKey("listener_user", object)  # type: ignore[arg-type]
 
+_BODY_TIMEOUT = StatusError(408, "Timeout", "the request body was not received in time")
 _TOO_LARGE = StatusError(413, "RequestEntityTooLarge", f"the request body is too large (limit {MAX_BODY_BYTES} bytes)")
 
 
@@ -30,7 +36,8 @@ async def _read_body(request: web.Request) -> bytes | None:
     if not request.body_exists:
         return b""
     try:
-        return await request.read()
+        async with asyncio.timeout(request.app[API_SERVER].settings.limits.body_timeout_seconds):
+            return await request.read()
     except web.HTTPRequestEntityTooLarge:
         return None
 
@@ -47,14 +54,19 @@ _NO_QUERY: dict[str, str] = {}
 
 async def handle(request: web.Request) -> web.StreamResponse:
     api = request.app[API_SERVER]
-    body = await _read_body(request)
+    try:
+        body = await _read_body(request)
+    except TimeoutError:  # a body that trickles in too slowly: answer, and drop the connection
+        response = _respond(ApiResponse.error(_BODY_TIMEOUT))
+        response.force_close()
+        return response
     if body is None:
         response = _respond(ApiResponse.error(_TOO_LARGE))
         response.force_close()
         return response
     query = request.query if request.query_string else _NO_QUERY
     result = await api.handle(ApiRequest(request.method, request.path, query, request.headers, body,
-                                         request.remote))
+                                         request.remote, request.app[LISTENER_USER]))
     if result.stream is None:
         return _respond(result)
     stream = web.StreamResponse(status=result.status, headers={"Content-Type": result.content_type,
@@ -75,8 +87,11 @@ async def handle(request: web.Request) -> web.StreamResponse:
     return stream
 
 
-def build_app(api: ApiServer) -> web.Application:
+def build_app(api: ApiServer, *, user: User | None = None) -> web.Application:
+    """The aiohttp app in front of ``api``. ``user``: treat every request as this user, unauthenticated (for the
+    plain-HTTP loopback listener a cluster opens only when asked)."""
     app = web.Application(client_max_size=MAX_BODY_BYTES, handler_args={"max_field_size": 16 * 1024})
     app[API_SERVER] = api
+    app[LISTENER_USER] = user
     app.router.add_route("*", "/{tail:.*}", handle)
     return app

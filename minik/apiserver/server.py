@@ -6,8 +6,8 @@ Every failure becomes a Kubernetes Status; nothing a client sends can get past t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -21,6 +21,7 @@ from minik.apiserver.admission import (AdmissionPlugin, Admission, AllowAll, Aut
 from minik.apiserver.apply import Applier, FieldManager
 from minik.apiserver.eviction import evict
 from minik.apiserver.fieldvalidation import FieldValidation
+from minik.apiserver.limits import Lanes, Limits
 from minik.apiserver.lists import list_body, parse_list_options, read_list
 from minik.apiserver.openapi import OpenApi
 from minik.apiserver.patch import json_patch, merge_patch, strategic_merge_patch
@@ -30,7 +31,7 @@ from minik.apiserver.rest import ResourceRest
 from minik.apiserver.services import (DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR, MASTER_NAMESPACE, MASTER_SERVICE,
                                       ServiceAllocations, master_endpoints)
 from minik.apiserver.watch import WatchStream
-from minik.store import Record, Store
+from minik.store import ObjectTooLarge, Record, Store
 
 log = structlog.get_logger("minik.apiserver")
 
@@ -38,6 +39,29 @@ Obj = dict[str, Any]
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 SYSTEM_USER = User("system:apiserver", ("system:masters",))
+#: the group of requests that carry no credentials (authenticated as system:anonymous)
+ANONYMOUS_GROUP = "system:unauthenticated"
+UNAUTHORIZED = StatusError(401, "Unauthorized", "Unauthorized")
+
+#: a handler for a path outside the resource API (the node join): the request and its authenticated user
+Extension = Callable[[ApiRequest, User], Awaitable[ApiResponse]]
+
+
+def forbidden_error(user: User, info: RequestInfo, reason: str) -> StatusError:
+    """403 in Kubernetes' words: ``pods "x" is forbidden: User "u" cannot get resource "pods" in API group ""
+    in the namespace "ns"`` (``at the cluster scope`` for cluster-scoped requests), then the reason if any."""
+    resource = info.resource.plural + (f"/{info.subresource}" if info.subresource else "")
+    where = f' in the namespace "{info.namespace}"' if info.namespace else " at the cluster scope"
+    message = (f'User "{user.name}" cannot {info.verb} resource "{resource}" in API group '
+               f'"{info.resource.group}"{where}') + (f": {reason}" if reason else "")
+    what = info.resource.group_resource
+    head = f'{what} "{info.name}" is forbidden' if info.name else f"{what} is forbidden"
+    details: dict[str, Any] = {"kind": info.resource.plural}
+    if info.name:
+        details["name"] = info.name
+    if info.resource.group:
+        details["group"] = info.resource.group
+    return StatusError(403, "Forbidden", f"{head}: {message}", details)
 
 
 @dataclass(frozen=True)
@@ -53,6 +77,9 @@ class ApiSettings:
 
     node_port_range: tuple[int, int] = DEFAULT_NODE_PORT_RANGE
     """The inclusive range of node ports (kube-apiserver's --service-node-port-range)."""
+
+    limits: Limits = field(default_factory=Limits)
+    """Concurrent requests per lane and connection timeouts."""
 
 
 class ApiServer:
@@ -73,6 +100,9 @@ class ApiServer:
         self.ready = False
         self._static = self._discovery_documents()
         self.openapi = OpenApi(registry)
+        #: non-resource paths served by other parts of the cluster (path -> handler), after authentication
+        self.extensions: dict[str, Extension] = {}
+        self.lanes = Lanes(self.settings.limits)
 
     def _discovery_documents(self) -> dict[str, bytes]:
         docs: dict[str, Any] = {
@@ -137,6 +167,8 @@ class ApiServer:
             return await self._handle(request)
         except StatusError as exc:
             return ApiResponse.error(exc)
+        except ObjectTooLarge as exc:
+            return ApiResponse.error(StatusError(413, "RequestEntityTooLarge", f"Request entity too large: {exc}"))
         except Exception as exc:  # a bug: log it, answer a Status, keep serving
             log.exception("request failed", method=request.method, path=request.path)
             return ApiResponse.error(internal(type(exc).__name__))
@@ -145,24 +177,32 @@ class ApiServer:
         path = "/" + request.path.strip("/")
         if path in ("/healthz", "/livez", "/readyz") or path.startswith(("/healthz/", "/livez/", "/readyz/")):
             return self._health(path)
+        if path == "/version" and request.method in ("GET", "HEAD"):  # public, as system:public-info-viewer
+            return ApiResponse.raw(self._static[path])
         user = request.user or await self.authenticator.authenticate(request)
         if user is None:
-            raise StatusError(401, "Unauthorized", "Unauthorized")
+            raise UNAUTHORIZED
+        anonymous = ANONYMOUS_GROUP in user.groups
+        extension = self.extensions.get(path)
+        if extension is not None:
+            return await extension(request, user)
         static = self._static.get(path)
         if static is not None and request.method in ("GET", "HEAD"):
+            if anonymous:
+                raise UNAUTHORIZED
             return ApiResponse.raw(static)
-        if path == "/":
-            return ApiResponse.json({"paths": sorted(self._static)})
-        if self.openapi.handles(path) and request.method in ("GET", "HEAD"):
-            return self.openapi.respond(path)
+        if path == "/" or (self.openapi.handles(path) and request.method in ("GET", "HEAD")):
+            if anonymous:
+                raise UNAUTHORIZED
+            return ApiResponse.json({"paths": sorted(self._static)}) if path == "/" else self.openapi.respond(path)
         info = resolve(self.registry, request.method, path, request.query)
         denied = await self.authorizer.authorize(user, info)
         if denied is not None:
-            raise StatusError(403, "Forbidden", f'{info.resource.group_resource} is forbidden: User "{user.name}" '
-                              f'cannot {info.verb} resource "{info.resource.plural}" in API group '
-                              f'"{info.resource.group}"' + (f' in the namespace "{info.namespace}"'
-                                                            if info.namespace else "") + f": {denied}")
-        return await self._dispatch(info, request, user)
+            if anonymous:
+                raise UNAUTHORIZED
+            raise forbidden_error(user, info, denied)
+        async with self.lanes.enter(self.lanes.lane(user, info)):
+            return await self._dispatch(info, request, user)
 
     def _health(self, path: str) -> ApiResponse:
         ok = self.ready or not path.startswith("/readyz")

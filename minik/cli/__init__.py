@@ -16,6 +16,7 @@ from minik.cli.delete import delete
 from minik.cli.describe import describe
 from minik.cli.get import get
 from minik.cli.scheduling import explain, scheduler
+from minik.cli.token import token
 from minik.cli.up import down, kubeconfig_path, status, up
 
 
@@ -30,7 +31,8 @@ def cli() -> None:
     """
 
 
-for command in (up, down, status, kubeconfig_path, apply, get, describe, delete, scheduler, explain, controllers):
+for command in (up, down, status, kubeconfig_path, apply, get, describe, delete, scheduler, explain, controllers,
+                token):
     cli.add_command(command)
 
 

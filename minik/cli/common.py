@@ -135,8 +135,8 @@ def namespace_option(f: Callable[..., Any]) -> Callable[..., Any]:
 class _TableTransport(HttpTransport):
     """HTTP that asks for the server's Table rendering (and takes plain JSON from a server without one)."""
 
-    def __init__(self, url: str, token: str | None) -> None:
-        super().__init__(url, token)
+    def __init__(self, endpoint: kubeconfig.Endpoint) -> None:
+        super().__init__(endpoint.server, endpoint.token, ssl=endpoint.ssl_context())
         self._headers["Accept"] = TABLE_ACCEPT
 
 
@@ -154,10 +154,10 @@ class Session:
         return given or self.endpoint.namespace
 
     def client(self) -> Client:
-        return Client.http(self.endpoint.server, self.endpoint.token)
+        return Client.http(self.endpoint.server, self.endpoint.token, ssl=self.endpoint.ssl_context())
 
     def table_client(self) -> Client:
-        return Client(_TableTransport(self.endpoint.server, self.endpoint.token))
+        return Client(_TableTransport(self.endpoint))
 
     def run(self, main: Callable[[], Awaitable[T]]) -> T:
         """Run a command's coroutine on a new event loop, turning API, connection and manifest failures into

@@ -8,6 +8,7 @@ import errno
 import ipaddress
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -25,7 +26,7 @@ from minik import log as logging_setup
 from minik.cli.common import CliError, default_data_dir, fail
 from minik.cli.instance import AlreadyRunning, Instance, RunState
 from minik.cli.output import align, human_duration, parse_time
-from minik.cluster import COMPONENTS, Cluster, ClusterSettings
+from minik.cluster import COMPONENTS, Cluster, ClusterSettings, is_loopback
 
 #: how long `up --detach` waits for the cluster to answer /readyz, and `down` for it to exit
 WAIT_SECONDS = 30.0
@@ -103,7 +104,10 @@ async def _serve(settings: ClusterSettings, instance: Instance, update_kubeconfi
         raise _listen_error(settings, exc) from None
     try:
         path = instance.kubeconfig_path
-        config = kubeconfig.for_cluster(settings.name, cluster.url)
+        creds = cluster.credentials
+        config = kubeconfig.for_cluster(settings.name, cluster.url,
+                                        ca_data=creds.ca.cert_pem if creds is not None else None,
+                                        token=creds.admin_token if creds is not None else None)
         try:
             kubeconfig.write(path, config)
         except OSError as exc:
@@ -145,12 +149,23 @@ def _child_args(ctx: click.Context, data_dir: Path) -> list[str]:
         args += ["--runtime", p["runtime"]]
     if p["update_kubeconfig"]:
         args.append("--update-kubeconfig")
+    if p["insecure_loopback"]:
+        args.append("--insecure-loopback")
+    for san in p["tls_san"]:
+        args += ["--tls-san", san]
     return args
 
 
-def _answers_ready(url: str) -> bool:
+def _answers_ready(url: str, ca_path: Path) -> bool:
+    """Whether the cluster answers /readyz (over HTTPS, trusting only the cluster's own CA)."""
+    context = None
+    if url.startswith("https://"):
+        try:
+            context = ssl.create_default_context(cafile=str(ca_path))
+        except (OSError, ssl.SSLError):
+            return False
     try:
-        with urllib.request.urlopen(url + "/readyz", timeout=1) as response:  # noqa: S310 - our own http URL
+        with urllib.request.urlopen(url + "/readyz", timeout=1, context=context) as response:  # noqa: S310
             return bool(response.status == 200)
     except (urllib.error.URLError, OSError):
         return False
@@ -175,7 +190,8 @@ def _detach(ctx: click.Context, name: str, instance: Instance) -> None:
             errors = [line for line in output if line.startswith(("error", "Error", "Usage"))] or output[-5:]
             raise CliError("\n".join(errors) or f"error: minik up exited with code {code}")
         state = instance.running()
-        if state is not None and state.pid == process.pid and state.url and _answers_ready(state.url):
+        if state is not None and state.pid == process.pid and state.url and \
+                _answers_ready(state.url, instance.data_dir / "pki" / "ca.crt"):
             break
         if time.monotonic() - began > WAIT_SECONDS:
             process.terminate()
@@ -208,6 +224,12 @@ def _detach(ctx: click.Context, name: str, instance: Instance) -> None:
 @click.option("--node-name", default=None, help="The local node's name [default: the host name].")
 @click.option("--runtime", type=click.Choice(["auto", "docker", "process", "fake"]), default="auto",
               show_default=True, help="The local node's runtime (auto: Docker when it answers, else process).")
+@click.option("--insecure-loopback", is_flag=True,
+              help="Serve plain HTTP with no authentication (everyone is an admin) instead of HTTPS; only with a "
+                   "loopback --bind. For local experiments and tests.")
+@click.option("--tls-san", multiple=True, metavar="NAME",
+              help="Another host name or address for the serving certificate (repeat), e.g. the address other "
+                   "machines reach this one at through NAT.")
 @click.option("--update-kubeconfig", is_flag=True,
               help="Also merge a context named after the cluster into $KUBECONFIG or ~/.kube/config (made current "
                    "only if none is).")
@@ -219,7 +241,8 @@ def _detach(ctx: click.Context, name: str, instance: Instance) -> None:
 @click.pass_context
 def up(ctx: click.Context, name: str, data_dir: Path | None, bind: str, port: int, detach: bool,
        disabled: frozenset[str], service_cidr: str, no_node: bool, fake_nodes: int, node_name: str | None,
-       runtime: str, update_kubeconfig: bool, synchronous: str, log_level: str, log_file: Path | None) -> None:
+       runtime: str, insecure_loopback: bool, tls_san: tuple[str, ...], update_kubeconfig: bool, synchronous: str,
+       log_level: str, log_file: Path | None) -> None:
     """Start a cluster: in the foreground until Ctrl-C or SIGTERM, or in the background with --detach.
 
     It always writes DATA_DIR/kubeconfig, so `kubectl --kubeconfig DATA_DIR/kubeconfig get ns` works at once, and
@@ -227,6 +250,8 @@ def up(ctx: click.Context, name: str, data_dir: Path | None, bind: str, port: in
     the same data directory carries on.
     """
     data = data_dir or default_data_dir(name)
+    if insecure_loopback and not is_loopback(bind):
+        raise fail(f"--insecure-loopback serves plain HTTP and only on a loopback address, not on {bind}")
     instance = Instance(data)
     running = instance.running()
     if running is not None:
@@ -247,7 +272,8 @@ def up(ctx: click.Context, name: str, data_dir: Path | None, bind: str, port: in
             logging_setup.configure(log_level, path=log_file or data / "minik.log")
         settings = ClusterSettings(data_dir=data, name=name, bind=bind, port=port, synchronous=synchronous.upper(),
                                    disabled=disabled, service_cidr=service_cidr, local_node=not no_node,
-                                   fake_nodes=fake_nodes, node_name=node_name, node_runtime=runtime)
+                                   fake_nodes=fake_nodes, node_name=node_name, node_runtime=runtime,
+                                   insecure_loopback=insecure_loopback, tls_sans=tls_san)
         run(_serve(settings, instance, update_kubeconfig))
     finally:
         instance.release()
@@ -286,11 +312,15 @@ def down(name: str, data_dir: Path | None, timeout: float) -> None:
     click.echo(f"minik: stopped; state kept in {instance.data_dir}")
 
 
-async def _object_counts(url: str) -> str:
+async def _object_counts(url: str, kubeconfig_path: Path) -> str:
     from minik.client import Client
 
     counts = []
-    async with Client.http(url, timeout_seconds=2) as client:
+    try:
+        endpoint = kubeconfig.endpoint(kubeconfig_path)
+    except kubeconfig.KubeconfigError:
+        endpoint = kubeconfig.Endpoint(url)
+    async with Client.http(url, endpoint.token, timeout_seconds=2, ssl=endpoint.ssl_context()) as client:
         for plural in ("namespaces", "nodes", "pods", "deployments", "services"):
             page = await client.list(plural, limit=1)
             meta = page.get("metadata") or {}
@@ -317,7 +347,7 @@ def status(name: str, data_dir: Path | None) -> None:
         rows.append(["  disabled:", ", ".join(state.disabled)])
     if state.url:
         try:
-            rows.append(["  objects:", asyncio.run(_object_counts(state.url))])
+            rows.append(["  objects:", asyncio.run(_object_counts(state.url, instance.kubeconfig_path))])
         except Exception:  # noqa: BLE001 - counts are a nicety; a busy or odd server must not fail status
             pass
     for line in align(rows, minwidth=0, padding=1):

@@ -1,6 +1,7 @@
 """The versioned object store: one SQLite file, one global revision, list and watch from any recent revision."""
 
-from minik.store.errors import Compacted, Conflict, FutureRevision, KeyExists, KeyNotFound, StoreClosed, StoreError
+from minik.store.errors import (Compacted, Conflict, FutureRevision, KeyExists, KeyNotFound, ObjectTooLarge,
+                                StoreClosed, StoreError)
 from minik.store.records import Event, EventType, Record
 from minik.store.settings import StoreSettings
 from minik.store.store import ListResult, Store
@@ -8,5 +9,6 @@ from minik.store.watch import Watcher
 
 __all__ = [
     "Compacted", "Conflict", "Event", "EventType", "FutureRevision", "KeyExists", "KeyNotFound", "ListResult",
+    "ObjectTooLarge",
     "Record", "Store", "StoreClosed", "StoreError", "StoreSettings", "Watcher",
 ]

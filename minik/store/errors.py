@@ -49,3 +49,13 @@ class FutureRevision(StoreError):
 
 class StoreClosed(StoreError):
     """The store is shutting down and takes no more writes."""
+
+
+class ObjectTooLarge(StoreError):
+    """A serialized object over the store's size limit (etcd refuses values over 1.5 MiB; so does minik)."""
+
+    def __init__(self, key: str, size: int, limit: int) -> None:
+        super().__init__(f"the object at {key} is {size} bytes, over the store's limit of {limit} bytes")
+        self.key = key
+        self.size = size
+        self.limit = limit

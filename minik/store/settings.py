@@ -19,6 +19,10 @@ class StoreSettings:
     max_batch: int = 256
     """How many queued writes one transaction may commit together (group commit)."""
 
+    max_object_bytes: int = 1536 * 1024
+    """The largest serialized object the store takes (etcd's default request limit, 1.5 MiB); larger writes fail
+    with ObjectTooLarge and leave the store as it was."""
+
     compaction_window_seconds: float = 300.0
     """History younger than this is kept (Kubernetes compacts every 5 minutes)."""
 

@@ -23,7 +23,8 @@ import structlog
 from sortedcontainers import SortedDict
 
 from minik.store import schema
-from minik.store.errors import Compacted, Conflict, FutureRevision, KeyExists, KeyNotFound, StoreClosed, StoreError
+from minik.store.errors import (Compacted, Conflict, FutureRevision, KeyExists, KeyNotFound, ObjectTooLarge,
+                                StoreClosed, StoreError)
 from minik.store.records import Event, EventType, Record
 from minik.store.settings import StoreSettings
 from minik.store.watch import Watcher, WatchHub
@@ -368,6 +369,9 @@ class Store:
                     revision += 1
                     _set_revision(write.obj, revision)
                     raw = orjson.dumps(write.obj)
+                    if len(raw) > self.settings.max_object_bytes:
+                        revision -= 1
+                        raise ObjectTooLarge(key, len(raw), self.settings.max_object_bytes)
                     record = Record(key, raw, revision, revision)
                     rows.append((revision, key, EventType.ADDED, revision, tombstones.get(key, 0), now, raw))
                     events.append(Event(EventType.ADDED, key, revision, raw, None))
@@ -385,6 +389,9 @@ class Store:
                         revision += 1
                         _set_revision(write.obj, revision)
                         raw = orjson.dumps(write.obj)
+                        if len(raw) > self.settings.max_object_bytes:
+                            revision -= 1
+                            raise ObjectTooLarge(key, len(raw), self.settings.max_object_bytes)
                         record = Record(key, raw, revision, current.create_revision)
                     else:
                         last = current.object()

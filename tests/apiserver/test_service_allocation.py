@@ -24,7 +24,7 @@ def service(name: str, **spec: Any) -> dict[str, Any]:
 
 def settings(tmp_path: Path, cidr: str = "10.96.0.0/12") -> ClusterSettings:
     return ClusterSettings(data_dir=tmp_path / "c", port=0, synchronous="NORMAL", service_cidr=cidr,
-                           disabled=frozenset(COMPONENTS))
+                           insecure_loopback=True, disabled=frozenset(COMPONENTS))
 
 
 @pytest.fixture

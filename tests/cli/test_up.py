@@ -8,6 +8,7 @@ import re
 import shutil
 import signal
 import socket
+import ssl
 import stat
 import subprocess
 import urllib.request
@@ -19,8 +20,9 @@ from click.testing import CliRunner
 from cli_helpers import minik_command, subprocess_env
 
 from minik.cli import cli
+from minik.kubeconfig import endpoint as kubeconfig_endpoint
 
-READY = re.compile(r"^minik: ready in [0-9.]+s, API at (http://127\.0\.0\.1:\d+) \(kubeconfig: (\S+)\)$")
+READY = re.compile(r"^minik: ready in [0-9.]+s, API at (https://127\.0\.0\.1:\d+) \(kubeconfig: (\S+)\)$")
 
 
 def run(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -28,10 +30,15 @@ def run(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
                           timeout=60)
 
 
-def http(method: str, url: str, body: dict | None = None) -> dict:
+def http(method: str, url: str, config: Path, body: dict | None = None) -> dict:
+    """A request with the credentials and the CA of the kubeconfig `minik up` wrote (HTTPS, admin token)."""
+    endpoint = kubeconfig_endpoint(config)
+    context = endpoint.ssl_context()
+    assert isinstance(context, ssl.SSLContext)
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=10) as response:
+    request = urllib.request.Request(url, data=data, method=method, headers={
+        "Content-Type": "application/json", "Authorization": f"Bearer {endpoint.token}"})
+    with urllib.request.urlopen(request, timeout=10, context=context) as response:
         return json.loads(response.read())
 
 
@@ -58,7 +65,7 @@ def test_up_detached_then_status_kubectl_get_and_down(tmp_path: Path) -> None:
     assert re.match(r"^minik: running in the background as PID \d+ .*stop it with: minik down$", lines[2])
     try:
         assert stat.S_IMODE(kubeconfig.stat().st_mode) == 0o600
-        assert http("GET", url + "/api/v1/namespaces/default")["metadata"]["name"] == "default"
+        assert http("GET", url + "/api/v1/namespaces/default", kubeconfig)["metadata"]["name"] == "default"
 
         status = run(home, "status")
         assert status.returncode == 0
@@ -80,7 +87,7 @@ def test_up_detached_then_status_kubectl_get_and_down(tmp_path: Path) -> None:
         merged = yaml.safe_load(user_config.read_text())
         assert merged["current-context"] == "work"  # already set: left alone
         assert [c["name"] for c in merged["contexts"]] == ["work", "minik"]
-        assert {"name": "minik", "cluster": {"server": url}} in merged["clusters"]
+        assert [c["cluster"]["server"] for c in merged["clusters"] if c["name"] == "minik"] == [url]
 
         if shutil.which("kubectl"):
             kubectl = subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), "--cache-dir",
@@ -123,7 +130,8 @@ def test_up_in_the_foreground_stops_on_sigterm_and_the_next_up_carries_on(tmp_pa
     home, data = tmp_path / "home", tmp_path / "data"
     process, url = start(home, data)
     try:
-        http("POST", url + "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "kept"}})
+        http("POST", url + "/api/v1/namespaces/default/configmaps", data / "kubeconfig",
+             {"metadata": {"name": "kept"}})
         assert json.loads((data / "running.json").read_text())["url"] == url
     finally:
         out = stop(process)
@@ -133,7 +141,8 @@ def test_up_in_the_foreground_stops_on_sigterm_and_the_next_up_carries_on(tmp_pa
 
     process, url = start(home, data)
     try:
-        assert http("GET", url + "/api/v1/namespaces/default/configmaps/kept")["metadata"]["name"] == "kept"
+        assert http("GET", url + "/api/v1/namespaces/default/configmaps/kept",
+                    data / "kubeconfig")["metadata"]["name"] == "kept"
     finally:
         stop(process)
 

@@ -26,7 +26,7 @@ def controller_settings() -> dict[str, object]:
 
 @pytest.fixture
 async def controlled(tmp_path: Path, controller_settings: dict[str, object]) -> AsyncIterator[Cluster]:
-    settings = ClusterSettings(data_dir=tmp_path / "cluster", port=0, synchronous="NORMAL",
+    settings = ClusterSettings(data_dir=tmp_path / "cluster", port=0, insecure_loopback=True, synchronous="NORMAL",
                                disabled=frozenset(COMPONENTS) - {"controllers"},
                                controllers={"workers": 2, **controller_settings})
     cluster = Cluster(settings)

@@ -27,7 +27,7 @@ async def api(cluster: Cluster) -> AsyncIterator[Client]:
 @pytest.fixture
 async def controller(cluster: Cluster) -> AsyncIterator[EndpointsController]:
     assert cluster.api is not None
-    async with Client.in_process(cluster.api) as client:
+    async with cluster.in_process_client() as client:
         c = EndpointsController(client)
         await c.start()
         try:

@@ -19,6 +19,7 @@ NODE = "fake-node-000"
 @pytest.fixture
 async def nodes_cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
     cluster = Cluster(ClusterSettings(data_dir=tmp_path / "cluster", port=0, synchronous="NORMAL",
+                                      insecure_loopback=True,
                                       disabled=frozenset(COMPONENTS) - {"node"}, local_node=False, fake_nodes=2,
                                       fake_start_delay_seconds=0.0))
     await cluster.start()

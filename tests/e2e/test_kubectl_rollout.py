@@ -24,6 +24,7 @@ DEPLOYMENT = {
 @pytest.fixture
 async def rollout_cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
     cluster = Cluster(ClusterSettings(data_dir=tmp_path / "cluster", port=0, synchronous="NORMAL",
+                                      insecure_loopback=True,
                                       disabled=frozenset(COMPONENTS) - {"controllers"}))
     await cluster.start()
     try:

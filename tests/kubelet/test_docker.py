@@ -52,6 +52,7 @@ class DockerNode:
 @pytest.fixture
 async def node(tmp_path: Path) -> AsyncIterator[DockerNode]:
     settings = ClusterSettings(data_dir=tmp_path / "c", port=0, synchronous="NORMAL", node_name=NODE,
+                               insecure_loopback=True,
                                node_runtime="docker", disabled=frozenset({"scheduler", "controllers", "proxy"}),
                                kubelet={"worker": WorkerSettings(backoff_initial_seconds=1.0,
                                                                  backoff_max_seconds=4.0)})

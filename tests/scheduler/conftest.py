@@ -13,7 +13,7 @@ from minik.cluster import COMPONENTS, Cluster, ClusterSettings
 
 @pytest.fixture
 async def scheduled_cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    c = Cluster(ClusterSettings(data_dir=tmp_path / "cluster", port=0, synchronous="NORMAL",
+    c = Cluster(ClusterSettings(data_dir=tmp_path / "cluster", port=0, insecure_loopback=True, synchronous="NORMAL",
                                 disabled=frozenset(COMPONENTS) - {"scheduler"}))
     await c.start()
     try:

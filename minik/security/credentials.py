@@ -1,0 +1,121 @@
+"""The credentials a cluster starts with: its CA and serving certificate, the admin token, the API server's
+client certificate for kubelets, and the in-memory tokens of the components that run inside `minik up`.
+
+Files (DATA_DIR/pki, mode 0700; every file 0600): ``ca.crt``/``ca.key``, ``apiserver.crt``/``.key`` (re-issued
+when the names it must cover change), ``apiserver-kubelet-client.crt``/``.key`` (CN kube-apiserver-kubelet-client,
+O system:masters, for the API server's calls to kubelets), ``admin.token``. None of them is ever logged.
+
+In-process components (scheduler, controllers, the local node) get a token minted at start-up and kept only in
+memory; their requests go through the same authentication and authorization as a remote client's.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import secrets
+import socket
+import ssl
+from dataclasses import dataclass
+from pathlib import Path
+
+from minik.apiserver.request import User
+from minik.security.authn import AUTHENTICATED, StaticTokens
+from minik.security.authz import MASTERS
+from minik.security.ca import CertificateAuthority, Pki, ensure_certificate, load_or_create_ca
+from minik.security.files import write_private
+
+ADMIN = User("kubernetes-admin", (MASTERS, AUTHENTICATED))
+#: the API server's own loopback identity (its writes of cluster-info, for instance)
+APISERVER = User("system:apiserver", (MASTERS, AUTHENTICATED))
+#: the identity of requests on the opt-in plain-HTTP loopback listener (Kubernetes' old insecure port)
+UNSECURED = User("system:unsecured", (MASTERS, AUTHENTICATED))
+KUBELET_CLIENT_CN = "kube-apiserver-kubelet-client"
+
+CLUSTER_DOMAIN_NAMES = ("kubernetes", "kubernetes.default", "kubernetes.default.svc",
+                        "kubernetes.default.svc.cluster.local")
+
+
+def new_static_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def local_addresses() -> list[str]:
+    """This machine's host name and the addresses it is reached at (best effort, no network traffic)."""
+    names = ["localhost", "127.0.0.1", "::1"]
+    hostname = socket.gethostname()
+    if hostname:
+        names.append(hostname)
+        try:
+            for info in socket.getaddrinfo(hostname, None):
+                names.append(str(info[4][0]))
+        except OSError:
+            pass
+    try:  # the address of the default route (a UDP "connect" sends nothing)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("10.254.254.254", 1))
+            names.append(probe.getsockname()[0])
+    except OSError:
+        pass
+    return names
+
+
+def serving_names(bind: str, service_ip: str | None, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """Every name the API server's certificate must cover: loopback, this host's names and addresses, the bind
+    address, the `kubernetes` Service's names and cluster IP, and any extra (``--tls-san``)."""
+    names = local_addresses() + list(CLUSTER_DOMAIN_NAMES)
+    try:
+        if not ipaddress.ip_address(bind).is_unspecified:
+            names.append(bind)
+    except ValueError:
+        names.append(bind)
+    if service_ip:
+        names.append(service_ip)
+    names.extend(extra)
+    return tuple(dict.fromkeys(n for n in names if n))
+
+
+@dataclass
+class ClusterCredentials:
+    pki: Pki
+    ca: CertificateAuthority
+    serving: tuple[Path, Path]
+    kubelet_client: tuple[Path, Path]
+    admin_token: str
+
+    @classmethod
+    def load_or_create(cls, data_dir: Path, names: tuple[str, ...], static: StaticTokens) -> "ClusterCredentials":
+        """Read DATA_DIR/pki, making what is missing, and register the admin token with ``static``."""
+        pki = Pki(data_dir / "pki")
+        ca = load_or_create_ca(pki)
+        serving = ensure_certificate(pki, ca, "apiserver", "kube-apiserver", names=names, server=True)
+        kubelet_client = ensure_certificate(pki, ca, "apiserver-kubelet-client", KUBELET_CLIENT_CN, (MASTERS,),
+                                            client=True)
+        token_path = pki.dir / "admin.token"
+        token = token_path.read_text().strip() if token_path.exists() else ""
+        if len(token) < 32:
+            token = new_static_token()
+            write_private(token_path, token.encode())
+        static.add(token, ADMIN)
+        return cls(pki, ca, serving, kubelet_client, token)
+
+    def server_ssl_context(self) -> ssl.SSLContext:
+        """TLS 1.2+ with the serving certificate; client certificates are not asked for (bearer tokens are the
+        credentials)."""
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        context.load_cert_chain(str(self.serving[0]), str(self.serving[1]))
+        return context
+
+
+def client_ssl_context(ca_pem: bytes) -> ssl.SSLContext:
+    """A client context that trusts only ``ca_pem`` and checks the server's name."""
+    context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cadata=ca_pem.decode())
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    return context
+
+
+def mint(static: StaticTokens, user: User) -> str:
+    """A new in-memory token for ``user`` (an in-process component)."""
+    token = new_static_token()
+    static.add(token, User(user.name, tuple(dict.fromkeys((*user.groups, AUTHENTICATED)))))
+    return token

@@ -1,0 +1,129 @@
+"""The server side of a node join: the anonymous ``kube-public/cluster-info`` ConfigMap a joining node reads the
+CA from (as kubeadm publishes it), and ``POST /minik/v1/nodecredentials``, where a node-role bootstrap token is
+exchanged for the node's own credential.
+
+The request (``NodeCredentialRequest``) names the node and may carry a PEM certificate request for the
+kubelet's serving certificate (CN ``system:node:NAME``, O ``system:nodes``, the node's addresses as
+subjectAltNames); the answer (``NodeCredential``, 201) holds the node's token (identity ``system:node:NAME``),
+the signed serving certificate and the CA. A node that already has a credential is refused (409): whoever holds
+a join token must not be able to take over a node that has joined; revoke the old credential first
+(``minik token delete ID``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import structlog
+import yaml
+
+from minik import kubeconfig
+from minik.api.errors import Cause, StatusError, already_exists, bad_request, forbidden, invalid
+from minik.api.validation import is_dns1123_subdomain
+from minik.apiserver.request import ApiRequest, ApiResponse, User
+from minik.client import Client
+from minik.security import tokens
+from minik.security.authn import is_anonymous
+from minik.security.authz import JOIN_GROUP, is_admin
+from minik.security.ca import CertificateAuthority, CertificateError
+
+log = structlog.get_logger("minik.security.join")
+
+Obj = dict[str, Any]
+
+PATH = "/minik/v1/nodecredentials"
+API_VERSION = "minik.io/v1"
+CLUSTER_INFO_NAMESPACE = "kube-public"
+CLUSTER_INFO_NAME = "cluster-info"
+
+
+def cluster_info(server: str, ca_pem: bytes) -> Obj:
+    """The ConfigMap kubeadm publishes for discovery: a kubeconfig with the server and the CA, no credentials."""
+    config = kubeconfig.for_cluster("", server, ca_data=ca_pem)
+    config = {"apiVersion": "v1", "kind": "Config", "clusters": config["clusters"], "contexts": [], "users": [],
+              "current-context": "", "preferences": {}}
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": CLUSTER_INFO_NAME, "namespace": CLUSTER_INFO_NAMESPACE},
+            "data": {"kubeconfig": yaml.safe_dump(config, sort_keys=False)}}
+
+
+async def publish_cluster_info(client: Client, server: str, ca_pem: bytes) -> None:
+    """Create or bring up to date kube-public/cluster-info (what an anonymous joining node may read)."""
+    wanted = cluster_info(server, ca_pem)
+    try:
+        current = await client.get("configmaps", CLUSTER_INFO_NAME, CLUSTER_INFO_NAMESPACE)
+    except StatusError as exc:
+        if exc.code != 404:
+            raise
+        await client.create("configmaps", wanted, CLUSTER_INFO_NAMESPACE)
+        return
+    if current.get("data") != wanted["data"]:
+        await client.patch("configmaps", CLUSTER_INFO_NAME, {"data": wanted["data"]}, CLUSTER_INFO_NAMESPACE)
+
+
+def _forbidden(user: User) -> StatusError:
+    return forbidden(f'User "{user.name}" cannot create path "{PATH}"')
+
+
+class JoinServer:
+    """Handles ``POST /minik/v1/nodecredentials`` with the API server's own client (identity system:apiserver)."""
+
+    def __init__(self, client: Client, ca: CertificateAuthority) -> None:
+        self.client = client
+        self.ca = ca
+
+    async def handle(self, request: ApiRequest, user: User) -> ApiResponse:
+        if is_anonymous(user):
+            raise StatusError(401, "Unauthorized", "Unauthorized")
+        if request.method != "POST":
+            raise StatusError(405, "MethodNotAllowed", "the server does not allow this method on the requested "
+                              f"resource ({request.method})")
+        if not (JOIN_GROUP in user.groups or is_admin(user)):
+            raise _forbidden(user)
+        try:
+            body = orjson.loads(request.body or b"null")
+        except orjson.JSONDecodeError as exc:
+            raise bad_request(f"the request body is not JSON: {exc}") from None
+        if not isinstance(body, dict) or body.get("kind") != "NodeCredentialRequest":
+            raise bad_request('expected a NodeCredentialRequest ({"kind": "NodeCredentialRequest", "nodeName": '
+                              '...})')
+        node = body.get("nodeName")
+        causes = []
+        if not isinstance(node, str) or not node:
+            causes.append(Cause("nodeName", "FieldValueRequired", "Required value"))
+        else:
+            causes += [Cause("nodeName", "FieldValueInvalid", f'Invalid value: "{node}": {m}')
+                       for m in is_dns1123_subdomain(node)]
+        csr = body.get("servingCertificateRequest")
+        if csr is not None and not isinstance(csr, str):
+            causes.append(Cause("servingCertificateRequest", "FieldValueInvalid", "must be a PEM string"))
+        if causes:
+            raise invalid("NodeCredentialRequest", "minik.io", str(node or ""), causes)
+        assert isinstance(node, str)
+        serving = None
+        if csr:
+            try:
+                serving = self.ca.sign_request(csr.encode(), tokens.NODE_USER_PREFIX + node, (tokens.NODES,),
+                                               server=True)
+            except CertificateError as exc:
+                raise invalid("NodeCredentialRequest", "minik.io", node, [
+                    Cause("servingCertificateRequest", "FieldValueInvalid", str(exc))]) from None
+        existing = await self.client.list("secrets", tokens.NAMESPACE,
+                                          field_selector=f"type={tokens.NODE_CREDENTIAL_TYPE}")
+        for item in existing.get("items") or []:
+            credential = tokens.read_node_credential_secret(item)
+            if credential is not None and credential.node == node:
+                err = already_exists("nodecredentials", "minik.io", node)
+                err.message += (f"; the node has a credential already (id {credential.id}): revoke it with "
+                                f"`minik token delete {credential.id}` to join again")
+                raise err
+        token = tokens.new_node_token()
+        await self.client.create("secrets", tokens.node_credential_secret(token, node), tokens.NAMESPACE)
+        log.info("node credential issued", node=node, by=user.name, token_id=token.split(".")[0])
+        answer: Obj = {"kind": "NodeCredential", "apiVersion": API_VERSION, "nodeName": node,
+                       "user": tokens.NODE_USER_PREFIX + node, "groups": [tokens.NODES], "token": token,
+                       "caCertificate": self.ca.cert_pem.decode()}
+        if serving is not None:
+            answer["servingCertificate"] = serving.cert_pem.decode()
+        return ApiResponse.json(answer, 201)
