@@ -46,11 +46,15 @@ class Limits:
     response) is closed: idle keep-alive connections and slow or silent headers alike."""
 
     body_timeout_seconds: float = 60.0
-    """How long reading a request body may take."""
+    """How long reading a request body may take (then 408, and the connection is closed)."""
+
+    lingering_seconds: float = 2.0
+    """How long a connection closed with its request body unread is kept reading (so the client gets the
+    answer before the connection goes) - aiohttp's lingering_time, 10 s by default."""
 
     def server_args(self) -> dict[str, Any]:
         """The aiohttp server options these limits set."""
-        return {"keepalive_timeout": self.idle_timeout_seconds}
+        return {"keepalive_timeout": self.idle_timeout_seconds, "lingering_time": self.lingering_seconds}
 
 
 def too_many_requests(retry_after: int) -> StatusError:

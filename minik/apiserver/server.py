@@ -15,7 +15,7 @@ import structlog
 
 from minik.api.errors import StatusError, bad_request, internal, not_found, unsupported_media_type
 from minik.api.registry import Registry, ResourceType
-from minik.apiserver import codec, discovery, scale, tables
+from minik.apiserver import codec, discovery, scale, tables, warnings
 from minik.apiserver.admission import (AdmissionPlugin, Admission, AllowAll, Authenticator, Authorizer,
                                        LoopbackAuthenticator, ObjectReader, default_plugins)
 from minik.apiserver.apply import Applier, FieldManager
@@ -163,6 +163,12 @@ class ApiServer:
 
     # -- entry point ---------------------------------------------------------------------------------------
     async def handle(self, request: ApiRequest) -> ApiResponse:
+        collecting = warnings.collect()
+        response = await self._handle_safely(request)
+        warnings.finish(collecting, response.headers)
+        return response
+
+    async def _handle_safely(self, request: ApiRequest) -> ApiResponse:
         try:
             return await self._handle(request)
         except StatusError as exc:

@@ -1,11 +1,16 @@
-"""The default admission chain, in Kubernetes' order. Adding a plugin is a module beside this one and a line here."""
+"""The default admission chain, in Kubernetes' order. Adding a plugin is a module beside this one and a line here.
+
+Defaulting is not a plugin: as in Kubernetes, each kind's defaults are applied when the body is decoded, before
+the chain runs (the kind's strategy, in minik.api.kinds), so every plugin sees a defaulted object."""
 
 from __future__ import annotations
 
 from minik.apiserver.admission.base import AdmissionPlugin, ObjectReader
 from minik.apiserver.admission.namespace_lifecycle import NamespaceLifecycle
 from minik.apiserver.admission.node_restriction import NodeRestriction
+from minik.apiserver.admission.pod_security import PodSecurity
+from minik.apiserver.admission.service_account import ServiceAccount
 
 
 def default_plugins(reader: ObjectReader) -> list[AdmissionPlugin]:
-    return [NamespaceLifecycle(reader), NodeRestriction()]
+    return [NamespaceLifecycle(reader), ServiceAccount(), NodeRestriction(), PodSecurity(reader)]
