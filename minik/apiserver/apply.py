@@ -371,7 +371,9 @@ class Applier(FieldManager):
 
     def created(self, obj: Obj) -> None:
         """A create through apply keeps what the apply recorded."""
-        assert self._created is not None
+        if self._created is None:  # a configuration that sets no field leaves nothing to record
+            obj["metadata"].pop("managedFields", None)
+            return
         obj["metadata"]["managedFields"] = copy.deepcopy(self._created)
 
     def updated(self, new: Obj, current: Obj) -> None:

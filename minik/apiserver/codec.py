@@ -84,6 +84,20 @@ def load_yaml_all(text: str) -> list[Any]:
         raise ValueError("the document is nested too deeply") from None
 
 
+def without_surrogates(value: Any) -> Any:
+    """``value`` with every lone UTF-16 surrogate in its strings replaced by U+FFFD, as Go's decoders do (YAML's
+    ``\\ud800`` escapes, or a URL's undecodable bytes, would otherwise give strings no JSON encoder takes)."""
+    if isinstance(value, str):
+        if not any("\ud800" <= ch <= "\udfff" for ch in value):
+            return value
+        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")  # pairs join, lone go
+    if isinstance(value, dict):
+        return {without_surrogates(k): without_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_surrogates(v) for v in value]
+    return value
+
+
 def decode(body: bytes, content_type: str | None) -> Any:
     """Decode a request body by its content type. StatusError 415 or 400 when it cannot be read."""
     kind = media_type(content_type)
@@ -95,9 +109,10 @@ def decode(body: bytes, content_type: str | None) -> Any:
         except UnicodeDecodeError:
             raise bad_request("the body is not valid UTF-8") from None
         try:
-            return load_yaml(text)
+            value = load_yaml(text)
         except ValueError as exc:
             raise bad_request(f"error converting YAML to JSON: {exc}") from None
+        return without_surrogates(value) if "\\u" in text or "\\U" in text else value
     if kind in _JSON_TYPES:
         try:
             return orjson.loads(body)

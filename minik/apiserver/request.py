@@ -48,7 +48,14 @@ class ApiResponse:
 
     @classmethod
     def error(cls, error: StatusError) -> "ApiResponse":
-        return cls(error.code, orjson.dumps(error.to_status()), headers=dict(error.headers))
+        status = error.to_status()
+        try:
+            body = orjson.dumps(status)
+        except TypeError:  # a message quoting a string no JSON encoder takes (a lone surrogate from the URL)
+            from minik.apiserver.codec import without_surrogates
+
+            body = orjson.dumps(without_surrogates(status))
+        return cls(error.code, body, headers=dict(error.headers))
 
 
 def success_status(name: str, group: str, kind: str, uid: str | None = None) -> dict[str, Any]:

@@ -3,7 +3,8 @@ client certificate for kubelets, and the in-memory tokens of the components that
 
 Files (DATA_DIR/pki, mode 0700; every file 0600): ``ca.crt``/``ca.key``, ``apiserver.crt``/``.key`` (re-issued
 when the names it must cover change), ``apiserver-kubelet-client.crt``/``.key`` (CN kube-apiserver-kubelet-client,
-O system:masters, for the API server's calls to kubelets), ``admin.token``. None of them is ever logged.
+O system:masters, for the API server's calls to kubelets), ``admin-client.crt``/``.key`` (an admin's client
+certificate, for reaching a kubelet directly), ``admin.token``. None of them is ever logged.
 
 In-process components (scheduler, controllers, the local node) get a token minted at start-up and kept only in
 memory; their requests go through the same authentication and authorization as a remote client's.
@@ -80,6 +81,7 @@ class ClusterCredentials:
     ca: CertificateAuthority
     serving: tuple[Path, Path]
     kubelet_client: tuple[Path, Path]
+    admin_client: tuple[Path, Path]
     admin_token: str
 
     @classmethod
@@ -90,13 +92,14 @@ class ClusterCredentials:
         serving = ensure_certificate(pki, ca, "apiserver", "kube-apiserver", names=names, server=True)
         kubelet_client = ensure_certificate(pki, ca, "apiserver-kubelet-client", KUBELET_CLIENT_CN, (MASTERS,),
                                             client=True)
+        admin_client = ensure_certificate(pki, ca, "admin-client", ADMIN.name, (MASTERS,), client=True)
         token_path = pki.dir / "admin.token"
         token = token_path.read_text().strip() if token_path.exists() else ""
         if len(token) < 32:
             token = new_static_token()
             write_private(token_path, token.encode())
         static.add(token, ADMIN)
-        return cls(pki, ca, serving, kubelet_client, token)
+        return cls(pki, ca, serving, kubelet_client, admin_client, token)
 
     def server_ssl_context(self) -> ssl.SSLContext:
         """TLS 1.2+ with the serving certificate; client certificates are not asked for (bearer tokens are the

@@ -87,7 +87,7 @@ class NodeRestriction:
             if attrs.namespace != "kube-node-lease" or (node != "*" and attrs.name != node):
                 raise self._forbidden(attrs, f'node "{node}" is not allowed to modify lease "{attrs.name}"'
                                       if attrs.namespace == "kube-node-lease" else
-                                      f"can only access leases in the kube-node-lease namespace")
+                                      "can only access leases in the kube-node-lease namespace")
 
     @staticmethod
     def _forbidden(attrs: Attributes, reason: str) -> StatusError:

@@ -1,0 +1,92 @@
+"""TLS and access control for the kubelet's own endpoint (logs, exec): only the API server and admins reach it.
+
+The pieces, for the kubelet's aiohttp server and for whoever calls it:
+
+- ``serving_context(cert, key, ca)``: the kubelet's TLS server context. Its certificate is the node's serving
+  certificate signed by the cluster CA (a joined node gets it from the join, ``JoinedNode.serving_cert_path``;
+  the local node of `minik up` from ``issue_serving_certificate``). Clients must present a certificate signed by
+  the same CA for TLS client use (``CERT_REQUIRED``): no anonymous access at all.
+- ``access_middleware``: an aiohttp middleware that checks, on every path, that the client certificate is an
+  admin's (organization ``system:masters``: the API server's ``apiserver-kubelet-client`` certificate, and the
+  admin's ``admin-client`` certificate in DATA_DIR/pki); anyone else gets 403 with Kubernetes' wording.
+- ``client_context(ca, cert, key)``: what the API server (or an admin) uses to call a kubelet, verifying the
+  kubelet's serving certificate against the cluster CA.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from minik.security.ca import CertificateAuthority, Issued
+from minik.security.tokens import NODE_USER_PREFIX, NODES
+
+MASTERS = "system:masters"
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def issue_serving_certificate(ca: CertificateAuthority, node: str, addresses: tuple[str, ...]) -> Issued:
+    """A kubelet serving certificate for ``node`` (CN system:node:NAME, O system:nodes), valid for its name and
+    addresses (what the cluster issues its own local node; joined nodes send a request instead)."""
+    return ca.issue(NODE_USER_PREFIX + node, (NODES,), names=tuple(dict.fromkeys((node, *addresses))), server=True)
+
+
+def serving_context(cert: Path, key: Path, ca_pem: bytes) -> ssl.SSLContext:
+    """The kubelet's server context: its serving certificate; client certificates signed by the cluster CA
+    required."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cadata=ca_pem.decode())
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.verify_mode = ssl.CERT_REQUIRED
+    context.load_cert_chain(str(cert), str(key))
+    return context
+
+
+def client_context(ca_pem: bytes, cert: Path, key: Path) -> ssl.SSLContext:
+    """A client context that presents ``cert`` and trusts only the cluster CA (for calls to kubelets)."""
+    context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cadata=ca_pem.decode())
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(str(cert), str(key))
+    return context
+
+
+def peer_identity(peercert: dict[str, Any] | None) -> tuple[str, tuple[str, ...]] | None:
+    """(common name, organizations) of a verified peer certificate as ``ssl`` reports it, or None."""
+    if not peercert:
+        return None
+    cn, orgs = "", []
+    for rdn in peercert.get("subject") or ():
+        for key, value in rdn:
+            if key == "commonName":
+                cn = value
+            elif key == "organizationName":
+                orgs.append(value)
+    return cn, tuple(orgs)
+
+
+def authorize(peercert: dict[str, Any] | None, method: str, path: str) -> str | None:
+    """None when the client may call the kubelet (an admin's certificate), else why not."""
+    identity = peer_identity(peercert)
+    if identity is None:
+        return "Unauthorized"
+    name, groups = identity
+    if MASTERS in groups:
+        return None
+    resource = "proxy" if not path.startswith(("/containerLogs", "/logs")) else "log"
+    return f'Forbidden (user={name}, verb={method.lower()}, resource=nodes, subresource={resource})'
+
+
+@web.middleware
+async def access_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Refuse, on every path, any client that is not the API server or an admin."""
+    peercert = request.transport.get_extra_info("peercert") if request.transport is not None else None
+    refused = authorize(peercert, request.method, request.path)
+    if refused == "Unauthorized":
+        return web.Response(status=401, text="Unauthorized")
+    if refused is not None:
+        return web.Response(status=403, text=refused)
+    return await handler(request)
