@@ -109,6 +109,8 @@ class FieldValidation:
 def warning_value(text: str) -> str:
     """``299 - "text"`` with the text quoted as RFC 7234 wants it (Kubernetes' warning header format)."""
     escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    if not escaped.isprintable():  # control characters (from a client's own field names) may not go in a header
+        escaped = "".join(c if c.isprintable() else repr(c)[1:-1] for c in escaped)
     return f'299 - "{escaped}"'
 
 

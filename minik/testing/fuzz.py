@@ -262,12 +262,15 @@ class Fuzzer:
     def check(self, request: FuzzRequest) -> str | None:
         """Send one request; the problem with its answer, or None."""
         before = self.target.revision
-        status, body = self.send(request)
+        try:
+            status, body = self.send(request)
+        except (http.client.HTTPException, OSError) as exc:  # the server dropped the connection: a failure
+            status, body = 599, f"no answer: {type(exc).__name__}: {exc}".encode()
         after = self.target.revision
         self.sent += 1
         problem = None
         if status >= 500:
-            problem = f"HTTP {status}: {body[:300]!r}"
+            problem = f"HTTP {status}: {body[:300]!r}" if status != 599 else body.decode()
         elif status >= 400 and after != before:
             problem = f"HTTP {status} but the store moved from revision {before} to {after}: {body[:200]!r}"
         if problem is not None:

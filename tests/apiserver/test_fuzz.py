@@ -46,3 +46,12 @@ async def test_server_side_apply_of_a_configuration_without_fields_creates_the_o
                                      data=b'{"apiVersion": "v1", "kind": "ConfigMap"}',
                                      content_type="application/apply-patch+yaml", params={"fieldManager": "m"})
     assert (status, answer["metadata"]["name"]) == (201, "bare")
+
+
+async def test_an_unknown_field_named_with_control_characters_is_warned_about_safely(http: ApiHttp) -> None:
+    body = b'{"metadata": {"name": "ctl"}, "data": {}, "\\u0005x\\r\\nSet-Cookie: a": 1}'
+    async with http.session.post("/api/v1/namespaces/default/configmaps", data=body,
+                                 headers={"Content-Type": "application/json"}) as response:
+        assert response.status == 201
+        assert response.headers["Warning"] == '299 - "unknown field \\"\\x05x\\r\\nSet-Cookie: a\\""'
+        assert "Set-Cookie" not in {k.title() for k in response.headers}
