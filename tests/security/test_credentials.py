@@ -1,0 +1,60 @@
+"""The credentials a cluster starts with: one CA for its whole life, a serving certificate for every name it is
+reached at (issued again when those change), the same admin token after a restart, and plain HTTP refused
+beyond loopback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cryptography import x509
+from security_helpers import connect
+
+from minik.cluster import COMPONENTS, Cluster, ClusterSettings
+from minik.security.ca import subject_names
+
+
+def settings(data: Path, **extra: object) -> ClusterSettings:
+    return ClusterSettings(data_dir=data, port=0, synchronous="NORMAL", disabled=frozenset(COMPONENTS),
+                           **extra)  # type: ignore[arg-type]
+
+
+def serving_names(data: Path) -> tuple[set[str], set[str]]:
+    return subject_names(x509.load_pem_x509_certificate((data / "pki" / "apiserver.crt").read_bytes()))
+
+
+async def test_a_restart_keeps_the_ca_and_the_admin_token_and_new_names_get_a_new_certificate(tmp_path: Path
+                                                                                              ) -> None:
+    data = tmp_path / "c"
+    async with Cluster(settings(data)) as first:
+        assert first.credentials is not None
+        ca_hash, token = first.credentials.ca.hash, first.admin_token
+    dns, ips = serving_names(data)
+    assert {"localhost", "kubernetes", "kubernetes.default.svc.cluster.local"} <= dns
+    assert {"127.0.0.1", "10.96.0.1"} <= ips
+    assert "minik.example.org" not in dns
+    async with Cluster(settings(data, tls_sans=("minik.example.org", "192.0.2.7"))) as second:
+        assert second.credentials is not None
+        assert (second.credentials.ca.hash, second.admin_token) == (ca_hash, token)
+        async with connect(second, token) as admin:
+            assert (await admin.get("namespaces", "default"))["metadata"]["name"] == "default"
+    dns, ips = serving_names(data)
+    assert "minik.example.org" in dns and "192.0.2.7" in ips
+
+
+def test_plain_http_is_only_served_on_loopback(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="plain HTTP is only served on a loopback address, not on 0.0.0.0"):
+        settings(tmp_path, insecure_loopback=True, bind="0.0.0.0")
+    settings(tmp_path, insecure_loopback=True, bind="127.0.0.1")
+    settings(tmp_path, bind="0.0.0.0")  # HTTPS is fine anywhere
+
+
+def test_minik_up_refuses_insecure_beyond_loopback(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from minik.cli import cli
+
+    result = CliRunner(env={"HOME": str(tmp_path)}).invoke(cli, ["up", "--insecure-loopback", "--bind", "0.0.0.0"])
+    assert result.exit_code == 1
+    assert result.output.strip() == ("error: --insecure-loopback serves plain HTTP and only on a loopback address, "
+                                     "not on 0.0.0.0")
