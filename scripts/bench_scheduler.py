@@ -202,7 +202,7 @@ def run(nodes: int, running: int, pods: int, workload: str, separate: bool) -> d
         url = f"http://127.0.0.1:{port}"
         disabled = "controllers,node,proxy" + (",scheduler" if separate else "")
         cluster = start(["up", "--data-dir", str(data / "cluster"), "--port", str(port), "--sync", "NORMAL",
-                         "--disable", disabled, "--log-level", "warning"], data, "cluster")
+                         "--disable", disabled, "--log-level", "warning", "--insecure-loopback"], data, "cluster")
         scheduler: subprocess.Popen[bytes] | None = None
         try:
             asyncio.run(wait_ready(url))
