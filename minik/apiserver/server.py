@@ -292,6 +292,16 @@ class ApiServer:
             options = _delete_options(request.body, request.headers.get("Content-Type"), query)
             items, meta = await read_list(self.store, info.resource, info.namespace,
                                           parse_list_options(query, info.resource))
+            # every item is checked first (admission, preconditions) as a dry run: a refused deletecollection
+            # deletes nothing, rather than whatever came before the item that was refused
+            dry = {**options, "dryRun": ["All"]}
+            for record in items:
+                meta_ = record.object().get("metadata", {})
+                try:
+                    await rest.delete(meta_.get("namespace"), meta_.get("name", ""), dry, user)
+                except StatusError as exc:
+                    if exc.code != 404:
+                        raise
             deleted = []
             for record in items:
                 obj = record.object()

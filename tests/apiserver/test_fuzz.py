@@ -7,6 +7,7 @@ from __future__ import annotations
 from conftest import ApiHttp
 from hypothesis import HealthCheck, given, settings
 
+from minik.cluster import Cluster
 from minik.testing.fuzz import ClusterThread, Fuzzer, FuzzRequest, fuzz_requests, routes
 
 
@@ -55,3 +56,15 @@ async def test_an_unknown_field_named_with_control_characters_is_warned_about_sa
         assert response.status == 201
         assert response.headers["Warning"] == '299 - "unknown field \\"\\x05x\\r\\nSet-Cookie: a\\""'
         assert "Set-Cookie" not in {k.title() for k in response.headers}
+
+
+async def test_a_refused_deletecollection_deletes_nothing(cluster: Cluster, http: ApiHttp) -> None:
+    assert cluster.store is not None
+    assert (await http.post("/api/v1/namespaces", {"metadata": {"name": "aaa"}}))[0] == 201  # listed first
+    before = cluster.store.revision
+    status, answer = await http.delete("/api/v1/namespaces")
+    assert (status, answer["message"]) == (403, 'namespaces "default" is forbidden: this namespace may not be '
+                                                'deleted')
+    assert cluster.store.revision == before
+    status, aaa = await http.get("/api/v1/namespaces/aaa")
+    assert (status, aaa["status"]["phase"]) == (200, "Active")
