@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from conftest import ApiHttp
+from typing import TYPE_CHECKING
 
 from minik.apiserver.admission import default_plugins
 from minik.cluster import Cluster
+
+if TYPE_CHECKING:
+    from conftest import ApiHttp
 
 
 def test_the_chain_runs_in_kubernetes_order(cluster: Cluster) -> None:

@@ -4,11 +4,15 @@ server keeps serving. scripts/fuzz_api.py runs the same with 100,000 requests.""
 
 from __future__ import annotations
 
-from conftest import ApiHttp
+from typing import TYPE_CHECKING
+
 from hypothesis import HealthCheck, given, settings
 
 from minik.cluster import Cluster
 from minik.testing.fuzz import ClusterThread, Fuzzer, FuzzRequest, fuzz_requests, routes
+
+if TYPE_CHECKING:
+    from conftest import ApiHttp
 
 
 def test_fuzzed_requests_to_every_route_never_get_a_5xx_and_rejected_ones_store_nothing() -> None:

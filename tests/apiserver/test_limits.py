@@ -9,15 +9,18 @@ import ssl
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import aiohttp
 import pytest
-from conftest import ApiHttp
 
 from minik.apiserver.request import User
 from minik.cluster import COMPONENTS, Cluster, ClusterSettings
 from minik.security import authz
 from minik.security.credentials import mint
+
+if TYPE_CHECKING:
+    from conftest import ApiHttp
 
 PODS = "/api/v1/namespaces/default/pods"
 
