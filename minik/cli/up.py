@@ -198,8 +198,8 @@ def _detach(ctx: click.Context, name: str, instance: Instance) -> None:
 @click.option("--detach", "-d", is_flag=True,
               help="Start in the background, return once the API answers /readyz (stop it with `minik down`).")
 @click.option("--disable", "disabled", multiple=True, metavar="COMPONENT", callback=_components,
-              help=f"Do not start a component: {', '.join(COMPONENTS)} (repeat, or separate with commas). These "
-                   "components arrive with their own issues; the choice is recorded until then.")
+              help=f"Do not start a component: {', '.join(COMPONENTS)} (repeat, or separate with commas), e.g. "
+                   "to run it elsewhere (`minik scheduler --server URL`) or not at all.")
 @click.option("--service-cidr", default="10.96.0.0/12", show_default=True, callback=_service_cidr,
               help="The range Service cluster IPs are allocated from.")
 @click.option("--no-node", is_flag=True, help="Do not run a node for this machine.")
