@@ -313,8 +313,10 @@ class NodeLifecycleController(Controller):
             if exc.code in (404, 409, 422):
                 return False
             raise
-        self.log.info("node taints changed", node=meta["name"], added=[t["key"] for t in add if t not in taints],
-                      removed=[t["key"] for t in remove])
+        before = {(t.get("key"), t.get("effect")) for t in taints}
+        after = {(t.get("key"), t.get("effect")) for t in new}
+        self.log.info("node taints changed", node=meta["name"], added=sorted(f"{k}:{e}" for k, e in after - before),
+                      removed=sorted(f"{k}:{e}" for k, e in before - after))
         return True
 
 

@@ -177,7 +177,8 @@ class RecordingClient(Client):
 
     def _maybe_gone(self, rt: ResourceType, obj: Obj) -> Obj:
         meta = obj["metadata"]
-        if meta.get("deletionTimestamp") and not meta.get("finalizers") and not meta.get("deletionGracePeriodSeconds"):
+        if meta.get("deletionTimestamp") and not meta.get("finalizers") and \
+                not meta.get("deletionGracePeriodSeconds") and not rt.strategy.holds_deletion(obj):
             self.objects.pop(self._key(rt, meta.get("namespace"), meta["name"]), None)
         return self._bump(obj)
 
@@ -281,6 +282,23 @@ class StaticInformer(Informer):
 
     def remove(self, obj: Obj) -> None:
         self._cache.pop(object_key(obj), None)
+
+    # what a watch event would do: change the cache, then tell the handlers (synchronous handlers only)
+    def added(self, obj: Obj) -> None:
+        self.put(obj)
+        for handler in self._on_add:
+            handler(obj)
+
+    def updated(self, new: Obj) -> None:
+        old = self._cache.get(object_key(new))
+        self.put(new)
+        for handler in self._on_update:
+            handler(old if old is not None else new, new)
+
+    def deleted(self, obj: Obj) -> None:
+        self.remove(obj)
+        for handler in self._on_delete:
+            handler(obj)
 
     def start(self) -> None:
         self._started = True
