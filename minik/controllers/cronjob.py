@@ -247,6 +247,13 @@ class CronJobSync:
             uid = job["metadata"]["uid"]
             done = ju.finished(job)
             if uid not in active_uids and not done:
+                fresh = await self._fresh_status()  # the cache may not have our own status write yet
+                if fresh is not None and uid in {r.get("uid") for r in fresh.get("active") or []}:
+                    self.status.clear()
+                    self.status.update(fresh)
+                    active = self.status.get("active") or []
+                    active_uids = {r.get("uid") for r in active}
+                    continue
                 self._event("Warning", "UnexpectedJob",
                             f"Saw a job that the controller did not create or forgot: {job['metadata']['name']}")
             elif uid in active_uids and done:
@@ -276,6 +283,19 @@ class CronJobSync:
             self.status["active"] = active
         else:
             self.status.pop("active", None)
+
+    async def _fresh_status(self) -> Obj | None:
+        meta = self.cj["metadata"]
+        try:
+            fresh = await self.c.client.get("cronjobs", meta["name"], meta.get("namespace"))
+        except StatusError as exc:
+            if exc.code == 404:
+                return None
+            raise
+        if fresh["metadata"].get("uid") != meta.get("uid"):
+            return None
+        self.cj["metadata"]["resourceVersion"] = fresh["metadata"]["resourceVersion"]
+        return dict(fresh.get("status") or {})
 
     def _earliest(self) -> float:
         return parse_time(self.status.get("lastScheduleTime")) or \

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from datetime import datetime, timezone
 from typing import Any
 
@@ -44,7 +45,7 @@ def active(job: dict) -> dict:
 class Harness:
     def __init__(self, cj: dict, jobs: list[dict] | None = None, now: float = MINUTE + 1) -> None:
         jobs = jobs or []
-        self.client = RecordingClient([cj, *jobs])
+        self.client = RecordingClient(copy.deepcopy([cj, *jobs]))  # the API's copies, apart from the caches
         self.clock = FakeClock(now)
         factory = StaticInformerFactory(self.client, {"cronjobs": [cj], "jobs": jobs})
         self.controller = CronJobController(self.client, factory, clock=self.clock)
@@ -138,3 +139,18 @@ async def test_finished_jobs_leave_the_active_list_and_the_oldest_beyond_the_his
     assert all(a.options["propagation_policy"] == "Background" for a in deletes)
     assert "active" not in h.status and h.status["lastSuccessfulTime"] == rfc3339(MINUTE - 600 + 120 + 5)
     assert ("Normal", "SawCompletedJob") in h.events
+
+
+async def test_a_job_the_cache_does_not_list_as_active_yet_is_checked_against_the_live_cronjob() -> None:
+    cj = cronjob()
+    running = child(cj, "tick-1", start=MINUTE - 60)
+    cj["status"] = {"lastScheduleTime": rfc3339(MINUTE)}
+    h = Harness(cj, [running])
+    h.client.stored("cronjobs", "tick", "default")["status"]["active"] = [active(running)]  # type: ignore[index]
+    await h.sync()
+    assert ("Warning", "UnexpectedJob") not in h.events
+    assert not h.client.writes()
+    stranger = child(cj, "tick-2", start=MINUTE - 30)
+    h2 = Harness(cj, [stranger])
+    await h2.sync()
+    assert ("Warning", "UnexpectedJob") in h2.events
