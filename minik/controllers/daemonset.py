@@ -30,6 +30,10 @@ from minik.controllers.replicaset import BURST_REPLICAS, slow_start
 from minik.informers import object_key
 
 
+FAILED_POD_BACKOFF = 1.0
+FAILED_POD_MAX_BACKOFF = 900.0
+
+
 def _created(pod: Obj) -> tuple[float, str]:
     meta = pod.get("metadata") or {}
     return parse_time(meta.get("creationTimestamp")) or 0.0, meta.get("name", "")
@@ -47,6 +51,8 @@ class DaemonSetController(Controller):
                  recorder: Recorder | None = None) -> None:
         super().__init__(client, factory, workers, clock, recorder)
         self.expectations = Expectations()
+        #: (daemon set key, node) -> (current delay, when it started) for replacing failed pods
+        self.failed_backoff: dict[tuple[str, str], tuple[float, float]] = {}
         self.daemonsets = factory.informer("daemonsets")
         self.pods = factory.informer("pods")
         self.nodes = factory.informer("nodes")
@@ -56,7 +62,10 @@ class DaemonSetController(Controller):
 
     # -- event handlers ----------------------------------------------------------------------------------------
     def _ds_deleted(self, ds: Obj) -> None:
-        self.expectations.forget(object_key(ds))
+        key = object_key(ds)
+        self.expectations.forget(key)
+        for entry in [e for e in self.failed_backoff if e[0] == key]:
+            del self.failed_backoff[entry]
         self.enqueue(ds)
 
     def _owner(self, pod: Obj) -> Obj | None:
@@ -165,10 +174,16 @@ class DaemonSetController(Controller):
                 running = []
                 for pod in daemon_pods:
                     phase = (pod.get("status") or {}).get("phase")
-                    if phase in ("Failed", "Succeeded"):
+                    if phase == "Failed":
+                        wait = self._failed_pod_backoff(key, name)
+                        if wait > 0:  # the kubelet keeps failing it: do not replace it in a hot loop
+                            self.enqueue_key_after(key, wait)
+                            continue
                         self.event(ds, "Warning", "FailedDaemonPod",
                                    f"Found failed daemon pod {pod['metadata'].get('namespace')}/"
                                    f"{pod['metadata']['name']} on node {name}, will try to kill it")
+                        delete.append(pod)
+                    elif phase == "Succeeded":
                         delete.append(pod)
                     else:
                         running.append(pod)
@@ -180,6 +195,21 @@ class DaemonSetController(Controller):
                 delete += [p for p in node_pods if not is_being_deleted(p) or
                            (p.get("metadata") or {}).get("deletionGracePeriodSeconds")]
         await self._sync_nodes(key, ds, delete, create_on, hash_, nodes)
+
+    def _failed_pod_backoff(self, key: str, node: str) -> float:
+        """Seconds before a failed pod on ``node`` may be replaced again: 1 s, doubling to 15 min while they keep
+        failing (Kubernetes' failedPodsBackoff); 0 means now, and starts the next delay."""
+        now = self.clock.now()
+        entry = self.failed_backoff.get((key, node))
+        if entry is not None:
+            delay, since = entry
+            if now - since < delay:
+                return since + delay - now
+            if now - since > 2 * FAILED_POD_MAX_BACKOFF:
+                entry = None  # it has been fine for long enough: start over
+        delay = FAILED_POD_BACKOFF if entry is None else min(entry[0] * 2, FAILED_POD_MAX_BACKOFF)
+        self.failed_backoff[(key, node)] = (delay, now)
+        return 0.0
 
     def _surplus(self, ds: Obj, running: list[Obj], hash_: str, surging: bool) -> list[Obj]:
         """Of several pods on one node, those to delete: all but the oldest, or, while surging, all but the oldest

@@ -91,7 +91,7 @@ async def test_on_delete_keeps_old_pods_and_gives_an_updated_pod_to_a_node_witho
     assert status["currentNumberScheduled"] == 1 and "updatedNumberScheduled" not in status
 
 
-async def test_a_failed_daemon_pod_is_deleted_with_a_warning() -> None:
+async def test_a_failed_daemon_pod_is_deleted_with_a_warning_and_repeated_failures_back_off() -> None:
     ds = daemonset("agent")
     controller, client = build(ds, [node("a")], [daemon_pod(ds, "agent-a", "a", phase="Failed")])
     events: list[tuple[str, str]] = []
@@ -99,6 +99,16 @@ async def test_a_failed_daemon_pod_is_deleted_with_a_warning() -> None:
     await controller.sync("default/agent")
     assert [a.name for a in client.writes("delete", "pods")] == ["agent-a"]
     assert ("Warning", "FailedDaemonPod") in events
+    pods = controller.factory.static("pods")  # type: ignore[attr-defined]
+    pods.remove(pods.get("default/agent-a"))
+    pods.put(daemon_pod(ds, "agent-b", "a", phase="Failed"))  # its replacement failed too
+    controller.expectations.forget("default/agent")
+    client.actions.clear()
+    await controller.sync("default/agent")
+    assert not client.writes("delete", "pods")  # within the first second of back-off
+    controller.clock.step(1.5)  # type: ignore[attr-defined]
+    await controller.sync("default/agent")
+    assert [a.name for a in client.writes("delete", "pods")] == ["agent-b"]
 
 
 async def test_the_pods_of_a_node_that_left_are_deleted_without_waiting_for_its_kubelet() -> None:
