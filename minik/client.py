@@ -577,6 +577,20 @@ class Client:
             options["dryRun"] = ["All"]
         return await self._call("DELETE", self.path(resource, namespace, name), None, options)
 
+    async def delete_collection(self, resource: Resource, namespace: str | None = None, *,
+                                label_selector: Selector = None, field_selector: Selector = None,
+                                propagation_policy: str | None = None,
+                                grace_period_seconds: int | None = None) -> Obj:
+        """DELETE a collection (every object of a kind in a namespace, or those a selector picks) with
+        DeleteOptions; returns the list of what was deleted or marked for deletion."""
+        options: Obj = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        if propagation_policy is not None:
+            options["propagationPolicy"] = propagation_policy
+        query = _query(label_selector=_selector(label_selector), field_selector=_selector(field_selector))
+        return await self._call("DELETE", self.path(resource, namespace), query, options)
+
     async def bind(self, pod: str, node: str, namespace: str, *, uid: str | None = None) -> Obj:
         """Bind a pod to a node (the scheduler's write): POST a Binding to pods/NAME/binding.
         ``uid`` makes the bind fail unless the pod is still the one the caller saw."""

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from minik.apiserver.admission.base import AdmissionPlugin, ObjectReader
+from minik.apiserver.admission.default_tolerations import DefaultTolerationSeconds
 from minik.apiserver.admission.namespace_lifecycle import NamespaceLifecycle
 
 
 def default_plugins(reader: ObjectReader) -> list[AdmissionPlugin]:
-    return [NamespaceLifecycle(reader)]
+    return [NamespaceLifecycle(reader), DefaultTolerationSeconds()]
