@@ -52,11 +52,18 @@ def _deployment(client: Client, factory: InformerFactory, s: ControllerSettings,
     return DeploymentController(client, factory, s.workers, s.clock, r)
 
 
+def _endpoints(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
+    from minik.controllers.endpoints import EndpointsController
+    return EndpointsController(client, s.workers, services=factory.informer("services"),  # type: ignore[return-value]
+                               pods=factory.informer("pods"), endpoints=factory.informer("endpoints"))
+
+
 #: controller name -> factory; each controller's module adds its entry
 CONTROLLERS: dict[str, ControllerFactory] = {
     "replicaset": _replicaset,
     "replicationcontroller": _replicationcontroller,
     "deployment": _deployment,
+    "endpoints": _endpoints,
 }
 
 
