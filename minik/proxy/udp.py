@@ -2,12 +2,20 @@
 ready endpoints, so that a datagram to a service without any gets the kernel's port unreachable), and one session
 per client address: a socket connected to the endpoint the client got, whose replies go back to the client from
 the listener, until the session has been idle for ``idle_seconds``.
+
+A listener is bound to every address, so a reply must leave from the address the client's datagram arrived at
+(after the NAT redirect: 127.0.0.1 for the node itself, the bridge's address for a pod); otherwise conntrack does
+not recognise it and the client never sees it. The listener reads each datagram's destination (IP_PKTINFO) and
+replies from it, with plain ``recvmsg``/``sendmsg`` on the loop's reader, since asyncio's datagram transports
+carry no ancillary data.
 """
 
 from __future__ import annotations
 
 import asyncio
 import errno
+import socket
+import struct
 import time
 from typing import Any, cast
 
@@ -22,12 +30,65 @@ Address = tuple[Any, ...]
 
 #: datagrams a session holds while its upstream socket is being made
 MAX_PENDING = 64
+IP_PKTINFO = getattr(socket, "IP_PKTINFO", 8)
+_PKTINFO = struct.Struct("i4s4s")  # struct in_pktinfo: ifindex, spec_dst, addr
+
+
+class Listener:
+    """A UDP socket on ``(bind, port)`` that hands each datagram, its sender and the address it was sent to to
+    ``forwarder.datagram``, and replies from that address."""
+
+    def __init__(self, forwarder: "UdpForwarder", bind: str, port: int) -> None:
+        self.forwarder = forwarder
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            self.sock.setblocking(False)
+            self.sock.setsockopt(socket.SOL_IP, IP_PKTINFO, 1)
+            self.sock.bind((bind, port))
+        except OSError:
+            self.sock.close()
+            raise
+        self.port = int(self.sock.getsockname()[1])
+        self.closed = False
+        self._loop = asyncio.get_running_loop()
+        self._loop.add_reader(self.sock.fileno(), self._readable)
+
+    def _readable(self) -> None:
+        for _ in range(64):  # a bounded batch, then let the loop run other things
+            try:
+                data, ancillary, _flags, sender = self.sock.recvmsg(65535, socket.CMSG_SPACE(_PKTINFO.size))
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                log.debug("udp listener read failed", error=str(exc))
+                return
+            local = ""
+            for level, kind, cdata in ancillary:
+                if level == socket.SOL_IP and kind == IP_PKTINFO and len(cdata) >= _PKTINFO.size:
+                    local = socket.inet_ntoa(_PKTINFO.unpack(cdata[:_PKTINFO.size])[2])
+            self.forwarder.datagram(self, data, sender, local)
+
+    def sendto(self, data: bytes, client: Address, local: str) -> None:
+        if self.closed:
+            return
+        ancillary = [(socket.SOL_IP, IP_PKTINFO, _PKTINFO.pack(0, socket.inet_aton(local), bytes(4)))] if local else []
+        try:
+            self.sock.sendmsg([data], ancillary, 0, client)
+        except OSError as exc:  # a full buffer drops the datagram, as UDP does
+            log.debug("udp reply dropped", error=str(exc))
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._loop.remove_reader(self.sock.fileno())
+            self.sock.close()
 
 
 class _Session:
-    def __init__(self, listener: asyncio.DatagramTransport, client: Address, endpoint: Endpoint) -> None:
+    def __init__(self, listener: Listener, client: Address, local: str, endpoint: Endpoint) -> None:
         self.listener = listener
         self.client = client
+        self.local = local
         self.endpoint = endpoint
         self.upstream: asyncio.DatagramTransport | None = None
         self.pending: list[bytes] = []
@@ -49,8 +110,7 @@ class _Session:
 
     def reply(self, data: bytes) -> None:
         self.last_used = time.monotonic()
-        if not self.listener.is_closing():
-            self.listener.sendto(data, self.client)
+        self.listener.sendto(data, self.client, self.local)
 
     def close(self) -> None:
         self.closed = True
@@ -64,28 +124,15 @@ class _Upstream(asyncio.DatagramProtocol):
         self.session = session
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.session.connected(cast(asyncio.DatagramTransport, transport))
+        self.session.connected(cast(asyncio.DatagramTransport, transport))  # 3.11's UDP transport is no subclass
 
     def datagram_received(self, data: bytes, addr: Address) -> None:
         self.session.reply(data)
 
     def error_received(self, exc: Exception) -> None:
-        # the endpoint's port is unreachable: its next datagram picks an endpoint afresh
+        # the endpoint's port is unreachable: the client's next datagram picks an endpoint afresh
         self.forwarder.balancer.failed(str(self.session.client[0]), self.session.endpoint)
         self.forwarder.drop(self.session)
-
-
-class _Listener(asyncio.DatagramProtocol):
-    def __init__(self, forwarder: "UdpForwarder") -> None:
-        self.forwarder = forwarder
-        self.transport: asyncio.DatagramTransport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.DatagramTransport, transport)  # 3.11's UDP transport is not a subclass
-
-    def datagram_received(self, data: bytes, addr: Address) -> None:
-        if self.transport is not None:
-            self.forwarder.datagram(self.transport, data, addr)
 
 
 class UdpForwarder:
@@ -99,8 +146,8 @@ class UdpForwarder:
         self.bind = bind
         self.idle_seconds = idle_seconds
         self.portal_port = 0
-        self.portal: asyncio.DatagramTransport | None = None
-        self.node_server: asyncio.DatagramTransport | None = None
+        self.portal: Listener | None = None
+        self.node_server: Listener | None = None
         self.node_port_error = ""
         self.sessions: dict[tuple[int, Address], _Session] = {}
         self._connecting: set[asyncio.Task[Any]] = set()
@@ -110,28 +157,22 @@ class UdpForwarder:
     def listening(self) -> bool:
         return self.portal is not None or self.node_server is not None
 
-    async def _serve(self, port: int) -> asyncio.DatagramTransport:
-        loop = asyncio.get_running_loop()
-        transport, _ = await loop.create_datagram_endpoint(lambda: _Listener(self), local_addr=(self.bind, port),
-                                                           reuse_port=False)
-        return transport
-
     async def sync(self) -> None:
         if self.wants_portal and (self.portal is None and (self.balancer or not self.portal_port)):
             if self.portal_port:
                 try:
-                    self.portal = await self._serve(self.portal_port)
+                    self.portal = Listener(self, self.bind, self.portal_port)
                 except OSError:
                     self.portal = None
             if self.portal is None:
-                self.portal = await self._serve(0)
-                self.portal_port = int(self.portal.get_extra_info("sockname")[1])
+                self.portal = Listener(self, self.bind, 0)
+                self.portal_port = self.portal.port
         if not self.balancer:
             self.close_listeners()
             return
         if self.port.node_port and self.node_server is None:
             try:
-                self.node_server = await self._serve(self.port.node_port)
+                self.node_server = Listener(self, self.bind, self.port.node_port)
                 self.node_port_error = ""
             except OSError as exc:
                 message = "in use by another process" if exc.errno == errno.EADDRINUSE else str(exc)
@@ -140,7 +181,7 @@ class UdpForwarder:
                                      error=message)
                 self.node_port_error = message
 
-    def datagram(self, listener: asyncio.DatagramTransport, data: bytes, client: Address) -> None:
+    def datagram(self, listener: Listener, data: bytes, client: Address, local: str) -> None:
         key = (id(listener), client)
         session = self.sessions.get(key)
         if session is not None and session.endpoint not in self.balancer.endpoints:
@@ -150,7 +191,7 @@ class UdpForwarder:
             endpoint = next(self.balancer.candidates(str(client[0])), None)
             if endpoint is None:
                 return
-            session = self.sessions[key] = _Session(listener, client, endpoint)
+            session = self.sessions[key] = _Session(listener, client, local, endpoint)
             loop = asyncio.get_running_loop()
             # a connected UDP socket is made at once (no handshake), but through the loop's coroutine API
             connect = loop.create_datagram_endpoint(lambda: _Upstream(self, session),
@@ -182,9 +223,9 @@ class UdpForwarder:
             self.drop(session)
 
     def close_listeners(self) -> None:
-        for transport in (self.portal, self.node_server):
-            if transport is not None:
-                transport.close()
+        for listener in (self.portal, self.node_server):
+            if listener is not None:
+                listener.close()
         self.portal = self.node_server = None
 
     async def close(self) -> None:
