@@ -67,8 +67,8 @@ def _proxy(settings: "ClusterSettings", client: Client) -> Component:
     from minik.kubelet.component import default_node_name
     from minik.proxy import NodeProxy, ProxySettings
 
-    proxy = ProxySettings(node_name=settings.node_name or default_node_name(), **settings.proxy)  # type: ignore[arg-type]
-    return NodeProxy(client, proxy)
+    name = settings.node_name or default_node_name()
+    return NodeProxy(client, ProxySettings(node_name=name, **settings.proxy))  # type: ignore[arg-type]
 
 
 #: component name -> factory, in start order (stopped in reverse); each component's issue adds its entry. The proxy

@@ -129,11 +129,6 @@ class NodeProxy:
             return str(exc)
         return None
 
-    def dns_ip(self) -> str | None:
-        service = self.services.get(f"{DNS_NAMESPACE}/{DNS_SERVICE}")
-        ip = ((service or {}).get("spec") or {}).get("clusterIP")
-        return str(ip) if ip and ip != "None" else None
-
     async def _publish_dns_service(self) -> None:
         """Create kube-system/kube-dns when it is missing (kept as it is when it exists), at the tenth address of
         the service range when that is free."""

@@ -202,7 +202,8 @@ class DnsServer:
                 exchange.sendto(data)
                 answer = await asyncio.wait_for(protocol.answer, self.timeout_seconds)
             except (OSError, TimeoutError) as exc:
-                log.debug("upstream resolver did not answer", upstream=f"{upstream[0]}:{upstream[1]}", error=str(exc) or type(exc).__name__)
+                log.debug("upstream resolver did not answer", upstream=f"{upstream[0]}:{upstream[1]}",
+                          error=str(exc) or type(exc).__name__)
                 continue
             finally:
                 if exchange is not None:
@@ -244,5 +245,6 @@ class DnsServer:
                     finally:
                         writer.close()
             except (OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
-                log.debug("upstream resolver did not answer", upstream=f"{upstream[0]}:{upstream[1]}", error=str(exc) or type(exc).__name__)
+                log.debug("upstream resolver did not answer", upstream=f"{upstream[0]}:{upstream[1]}",
+                          error=str(exc) or type(exc).__name__)
         return _servfail(data) or b""

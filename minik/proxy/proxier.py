@@ -62,9 +62,10 @@ class Proxier:
             try:
                 await self.sync()
                 self._backoff.reset()
-            except (OSError, IptablesError) as exc:
+            except Exception as exc:  # noqa: BLE001 - iptables, a port, or a bug: log, back off, sync again
                 delay = self._backoff.next()
-                log.warning("proxy sync failed; retrying", error=str(exc), seconds=delay)
+                log.warning("proxy sync failed; retrying", error=f"{type(exc).__name__}: {exc}", seconds=delay,
+                            exc_info=not isinstance(exc, (OSError, IptablesError)))
                 await asyncio.sleep(delay)
                 self._dirty.set()
 

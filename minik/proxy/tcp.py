@@ -12,6 +12,7 @@ import asyncio
 import errno
 import socket
 import struct
+from typing import cast
 
 import structlog
 
@@ -44,6 +45,8 @@ class _Connection:
         self.client: asyncio.Transport | None = None
         self.upstream: asyncio.Transport | None = None
         self.connecting: asyncio.Task[None] | None = None
+        self.early: list[bytes] = []
+        """What the client sent before the endpoint's connection was made."""
         self.client_eof = False
         self.upstream_eof = False
         self.closed = False
@@ -75,7 +78,12 @@ class _Connection:
                 if self.upstream is not None:
                     self.upstream.close()
                 return
-            if self.client is not None:
+            if self.upstream is not None and self.early:
+                self.upstream.write(b"".join(self.early))
+                self.early.clear()
+            if self.client_eof and self.upstream is not None and self.upstream.can_write_eof():
+                self.upstream.write_eof()
+            elif self.client is not None:
                 self.client.resume_reading()
             return
         forwarder.log.debug("no endpoint answered; resetting the connection", client=client_ip)
@@ -85,7 +93,11 @@ class _Connection:
 
     # -- the two sides -----------------------------------------------------------------------------------------
     def client_data(self, data: bytes) -> None:
-        if self.upstream is not None and not self.upstream.is_closing():
+        if self.upstream is None:  # before the endpoint answered (uvloop may read before our pause holds)
+            self.early.append(data)
+            if self.client is not None:
+                self.client.pause_reading()
+        elif not self.upstream.is_closing():
             self.upstream.write(data)
 
     def upstream_data(self, data: bytes) -> None:
@@ -94,6 +106,8 @@ class _Connection:
 
     def eof_from_client(self) -> bool:
         self.client_eof = True
+        if self.upstream is None:
+            return True  # passed on once the endpoint's connection is made
         return self._half_close(self.upstream, both=self.upstream_eof)
 
     def eof_from_upstream(self) -> bool:
@@ -132,8 +146,7 @@ class _ClientSide(asyncio.Protocol):
         self.conn = _Connection(forwarder)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.conn.accepted(transport)
+        self.conn.accepted(cast(asyncio.Transport, transport))  # uvloop's transports are no subclasses
 
     def data_received(self, data: bytes) -> None:
         self.conn.client_data(data)
@@ -158,8 +171,7 @@ class _UpstreamSide(asyncio.Protocol):
         self.conn = conn
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.conn.upstream = transport
+        self.conn.upstream = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         self.conn.upstream_data(data)

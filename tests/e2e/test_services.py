@@ -199,8 +199,8 @@ async def test_a_pod_reaches_a_service_by_cluster_ip_dns_name_and_environment_in
     assert f"nameserver {kube_dns['spec']['clusterIP']}" in resolv
     assert "search default.svc.cluster.local svc.cluster.local cluster.local" in resolv
 
-    by_env = await services.sh(client, "for i in $(seq 30); do wget -q -O - http://$WEB_SERVICE_HOST:$WEB_SERVICE_PORT/;"
-                                       " done")
+    by_env = await services.sh(client, "for i in $(seq 30); do "
+                                       "wget -q -O - http://$WEB_SERVICE_HOST:$WEB_SERVICE_PORT/; done")
     assert in_turn(by_env.split(), names), by_env
     by_name = await services.sh(client, "for i in 1 2 3; do wget -q -O - http://web; done; "
                                         "wget -q -O - http://web.default.svc.cluster.local")

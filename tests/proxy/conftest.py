@@ -5,8 +5,9 @@ on loopback addresses (127.0.0.2, 127.0.0.3...)."""
 
 from __future__ import annotations
 
+import asyncio
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -64,3 +65,11 @@ async def backends() -> AsyncIterator[Backends]:
         yield servers
     finally:
         await servers.close()
+
+
+def pytest_asyncio_loop_factories(config: pytest.Config,
+                                  item: pytest.Item) -> dict[str, Callable[[], asyncio.AbstractEventLoop]]:
+    """Every proxy test on asyncio's loop and on uvloop (which `minik up` runs on): their transports differ."""
+    import uvloop
+
+    return {"asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}

@@ -102,8 +102,8 @@ async def test_an_endpoint_that_goes_away_gets_no_new_connections(proxied: Clust
     svc = await node_port_service(api, "web", backends, ips)
     node_port = svc["spec"]["ports"][0]["nodePort"]
     await eventually(lambda: serving("127.0.0.1", node_port))
-    await api.patch("endpoints", "web", {"subsets": [{"addresses": [{"ip": ips[0]}], "ports": [{"port": backends.port}]}]},
-                    NS)
+    one = [{"addresses": [{"ip": ips[0]}], "ports": [{"port": backends.port}]}]
+    await api.patch("endpoints", "web", {"subsets": one}, NS)
 
     async def only_the_first() -> bool:
         return {await fetch("127.0.0.1", node_port) for _ in range(6)} == {ips[0]}
