@@ -63,8 +63,18 @@ def _node(settings: "ClusterSettings", client: Client) -> Component:
     return NodeComponent(settings, client)
 
 
-#: component name -> factory, in start order (stopped in reverse); each component's issue adds its entry
-FACTORIES: dict[str, ComponentFactory] = {"scheduler": _scheduler, "controllers": _controllers, "node": _node}
+def _proxy(settings: "ClusterSettings", client: Client) -> Component:
+    from minik.kubelet.component import default_node_name
+    from minik.proxy import NodeProxy, ProxySettings
+
+    name = settings.node_name or default_node_name()
+    return NodeProxy(client, ProxySettings(node_name=name, **settings.proxy))  # type: ignore[arg-type]
+
+
+#: component name -> factory, in start order (stopped in reverse); each component's issue adds its entry. The proxy
+#: starts before the node, so that the cluster DNS is published before the first pods' sandboxes are made.
+FACTORIES: dict[str, ComponentFactory] = {"scheduler": _scheduler, "controllers": _controllers, "proxy": _proxy,
+                                          "node": _node}
 
 
 @dataclass(frozen=True)
@@ -116,6 +126,9 @@ class ClusterSettings:
 
     kubelet: dict[str, object] = field(default_factory=dict)
     """Extra KubeletSettings fields for the local node (for tests: back-off, resync...)."""
+
+    proxy: dict[str, object] = field(default_factory=dict)
+    """Extra ProxySettings fields for this machine's proxy (for tests: DNS upstreams, iptables...)."""
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.disabled) - set(COMPONENTS))

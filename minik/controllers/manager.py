@@ -127,6 +127,12 @@ def _event_ttl(client: Client, factory: InformerFactory, s: ControllerSettings, 
     return EventTTLController(client, factory, 1, s.clock, r, ttl_seconds=s.event_ttl_seconds)
 
 
+def _endpoints(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
+    from minik.controllers.endpoints import EndpointsController
+    return EndpointsController(client, s.workers, services=factory.informer("services"),  # type: ignore[return-value]
+                               pods=factory.informer("pods"), endpoints=factory.informer("endpoints"))
+
+
 #: controller name -> factory (Kubernetes' names, as kube-controller-manager --controllers takes them)
 CONTROLLERS: dict[str, ControllerFactory] = {
     "replicaset": _replicaset,
@@ -141,6 +147,7 @@ CONTROLLERS: dict[str, ControllerFactory] = {
     "node-lifecycle": _node_lifecycle,
     "taint-eviction": _taint_eviction,
     "event-ttl": _event_ttl,
+    "endpoints": _endpoints,
 }
 
 

@@ -75,6 +75,10 @@ class NodeComponent:
         from minik.kubelet.containers import ContainerConfigs
 
         runtime = await open_runtime(s.node_runtime, data_dir)
+        if runtime.name == "docker":  # pods on Docker get the cluster DNS as their nameserver
+            from minik.kubelet.dns import ClusterDns
+
+            runtime.dns = ClusterDns(self.client)  # type: ignore[attr-defined]
         node = NodeConfig(name, host_address(), host_capacity(str(data_dir)), well_known_labels(name))
         configs = ContainerConfigs(self.client, data_dir, node.address, node.capacity)
         kubelet = Kubelet(self.client, runtime, [node], self._kubelet_settings(), configs)

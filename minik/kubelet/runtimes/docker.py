@@ -13,7 +13,7 @@ import json
 import time
 from collections.abc import AsyncIterator
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiodocker
 import structlog
@@ -23,6 +23,9 @@ from minik.api.quantity import parse_quantity
 from minik.kubelet.runtimes.base import (ContainerConfig, ContainerInfo, OnChange, PodRecord, RuntimeFailure,
                                          SandboxInfo)
 from minik.kubelet.runtimes.images import PAUSE_IMAGE, build_pause
+
+if TYPE_CHECKING:
+    from minik.kubelet.dns import ClusterDns
 
 log = structlog.get_logger("minik.kubelet.docker")
 
@@ -64,6 +67,8 @@ class DockerRuntime:
         self._events: asyncio.Task[None] | None = None
         self._inspected: dict[str, tuple[str, Obj]] = {}  # id -> (state it was inspected in, inspect output)
         self._pause_lock = asyncio.Lock()
+        self.dns: ClusterDns | None = None
+        """Gives each pod's sandbox its resolver configuration (minik.kubelet.dns); None: Docker's default."""
 
     @property
     def _d(self) -> aiodocker.Docker:
@@ -238,7 +243,7 @@ class DockerRuntime:
             await self._remove(summary["Id"])
         config = {"Image": self.pause_image, "Hostname": pod["metadata"]["name"][:63],
                   "Labels": self._labels(pod, SANDBOX, attempt), "ExposedPorts": exposed,
-                  "HostConfig": {"PortBindings": bindings, "IpcMode": "shareable"}}
+                  "HostConfig": {"PortBindings": bindings, "IpcMode": "shareable", **await self._dns_config(pod)}}
         try:
             container = await self._d.containers.create(config, name=self._container_name(pod, SANDBOX, attempt))
             await container.start()
@@ -246,6 +251,13 @@ class DockerRuntime:
         except aiodocker.DockerError as exc:
             raise RuntimeFailure("CreatePodSandboxError", _message(exc)) from None
         return SandboxInfo(container.id, str(details["NetworkSettings"].get("IPAddress") or ""), True)
+
+    async def _dns_config(self, pod: Obj) -> Obj:
+        """The sandbox's resolv.conf as HostConfig fields (app containers share the sandbox's file)."""
+        config = await self.dns.for_pod(pod) if self.dns is not None else None
+        if config is None:
+            return {}
+        return {"Dns": config.servers, "DnsSearch": config.searches, "DnsOptions": config.options}
 
     async def start_container(self, pod: Obj, sandbox: SandboxInfo, config: ContainerConfig, attempt: int) -> str:
         host: Obj = {"NetworkMode": f"container:{sandbox.id}", "IpcMode": f"container:{sandbox.id}",
