@@ -11,8 +11,11 @@ is kept; a plain field is always written on the wire, so its zero value means "u
 The checkouts are NOT part of this project and nothing of them is committed; only the table derived from them is.
 To regenerate, put checkouts of kubernetes/api and kubernetes/apimachinery (same release) anywhere and run:
 
-    python scripts/gen_protobuf_fields.py /path/to/checkouts            # writes minik/api/protobuf_fields.json
-    python scripts/gen_protobuf_fields.py /path/to/checkouts --check    # exit 1 if the file is out of date
+    python scripts/gen_protobuf_fields.py /path/to/checkouts --release v0.36.3   # writes protobuf_fields.json
+    python scripts/gen_protobuf_fields.py /path/to/checkouts --release v0.36.3 --check   # exit 1 if out of date
+
+(``--release`` names the tag of the checkouts, recorded in the file.) The committed table was made from the
+v0.36.3 tags (Kubernetes 1.36.3); field numbers never change between releases, newer ones only add fields.
 
 The directory is searched for ``generated.proto`` files; the ``*.go`` files next to each are read for struct tags.
 
@@ -182,7 +185,7 @@ class Generator:
             out[str(f.number)] = [json_name, resolve_type(f.type, package, self.messages), mode]
         return out
 
-    def run(self, roots: dict[str, str]) -> dict[str, Any]:
+    def run(self, roots: dict[str, str], release: str) -> dict[str, Any]:
         table: dict[str, dict[str, list[str]]] = {}
         queue = deque(roots.values())
         while queue:
@@ -199,7 +202,7 @@ class Generator:
                 if "." in type_name and type_name not in table:
                     queue.append(type_name)
         return {"source": "scripts/gen_protobuf_fields.py from the generated.proto files and Go struct tags of "
-                          "k8s.io/api and k8s.io/apimachinery",
+                          f"k8s.io/api and k8s.io/apimachinery {release}",
                 "kinds": dict(sorted(roots.items())), "messages": dict(sorted(table.items()))}
 
 
@@ -228,10 +231,11 @@ def render(document: dict[str, Any]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("checkouts", type=Path, help="a directory holding kubernetes/api and apimachinery checkouts")
+    parser.add_argument("--release", required=True, help="the tag the checkouts are at, such as v0.36.3")
     parser.add_argument("--check", action="store_true", help="fail if the file is out of date")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
-    text = render(Generator(args.checkouts).run(roots()))
+    text = render(Generator(args.checkouts).run(roots(), args.release))
     if args.check:
         current = args.out.read_text() if args.out.exists() else ""
         if current != text:

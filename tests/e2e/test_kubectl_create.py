@@ -102,3 +102,29 @@ async def test_expose_a_deployment_makes_a_service_selecting_its_pods(kubectl, h
     service = await held(http, f"{NS}/services/web-svc")
     assert service["spec"]["selector"] == {"app": "web"}
     assert service["spec"]["ports"] == [{"port": 80, "protocol": "TCP", "targetPort": 8080}]
+
+
+async def test_run_with_expose_creates_the_pod_and_its_service(kubectl, http) -> None:
+    result = await kubectl("run", "echo", "--image=busybox:1.36", "--port=80", "--expose")
+    assert "service/echo created" in result.out and "pod/echo created" in result.out
+    service = await held(http, f"{NS}/services/echo")
+    assert service["spec"]["selector"] == {"run": "echo"} and service["spec"]["ports"][0]["port"] == 80
+    assert (await held(http, f"{NS}/pods/echo"))["spec"]["containers"][0]["ports"] == [
+        {"containerPort": 80, "protocol": "TCP"}]
+
+
+async def test_create_job_from_a_cronjob_is_owned_by_it(kubectl, http) -> None:
+    await kubectl("create", "cronjob", "tick", "--image=busybox:1.36", "--schedule=0 * * * *", "--", "date")
+    await kubectl("create", "job", "manual", "--from=cronjob/tick")
+    job = await held(http, "/apis/batch/v1/namespaces/default/jobs/manual")
+    assert job["metadata"]["annotations"] == {"cronjob.kubernetes.io/instantiate": "manual"}
+    (owner,) = job["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"], owner["controller"]) == ("CronJob", "tick", True)
+
+
+async def test_create_configmap_from_a_binary_file_keeps_its_bytes(kubectl, http, tmp_path) -> None:
+    blob = tmp_path / "blob.bin"
+    blob.write_bytes(b"\x00\xffminik\x80")
+    await kubectl("create", "configmap", "bin", f"--from-file={blob}")
+    configmap = await held(http, f"{NS}/configmaps/bin")
+    assert base64.b64decode(configmap["binaryData"]["blob.bin"]) == b"\x00\xffminik\x80"
