@@ -55,7 +55,16 @@ Field = tuple[str, str, str]  # json name, type, mode ("" plain, "?" pointer, "[
 
 
 class ProtobufError(ValueError):
-    """The bytes are not a well-formed message of the type they claim to be."""
+    """The bytes are not a well-formed message of the type they claim to be; ``path`` names the field (JSON names
+    from the object's root, filled in as the error rises through the messages)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path: list[str] = []
+
+    def __str__(self) -> str:
+        return f"{'.'.join(self.path).replace('.[', '[')}: {self.message}" if self.path else self.message
 
 
 class _Unset:
@@ -100,6 +109,10 @@ def layouts() -> Layouts:
 
 def decode(body: bytes) -> dict[str, Any]:
     """The object a protobuf body carries, as JSON would carry it (apiVersion and kind from its typeMeta)."""
+    return _decode(body, 0)
+
+
+def _decode(body: bytes, depth: int) -> dict[str, Any]:
     envelope = unwrap(body)
     if not envelope.kind:
         raise ProtobufError("Object 'Kind' is missing in the protobuf body's typeMeta")
@@ -114,7 +127,7 @@ def decode(body: bytes) -> dict[str, Any]:
     if name is None:
         raise ProtobufError(f'no kind "{envelope.kind}" is registered for version "{envelope.api_version}"')
     obj: dict[str, Any] = {"apiVersion": envelope.api_version, "kind": envelope.kind}
-    obj.update(_Decoder(table.messages).message(envelope.raw, name, 0))
+    obj.update(_Decoder(table.messages).message(envelope.raw, name, depth))
     return obj
 
 
@@ -122,22 +135,26 @@ def unwrap(body: bytes) -> Envelope:
     """Check the magic and read the ``runtime.Unknown`` envelope."""
     if not body.startswith(MAGIC):
         raise ProtobufError(f"provided data does not appear to be a protobuf message, expected prefix {MAGIC!r}")
-    api_version = kind = encoding = content_type = ""
+    values = {"apiVersion": "", "kind": "", "contentEncoding": "", "contentType": ""}
     raw = b""
-    for number, wire, value in _fields(body[len(MAGIC):]):
-        if number == 1:
-            for inner, inner_wire, inner_value in _fields(_expect_bytes(wire, value, "typeMeta")):
-                if inner == 1:
-                    api_version = _string(inner_wire, inner_value, "typeMeta.apiVersion")
-                elif inner == 2:
-                    kind = _string(inner_wire, inner_value, "typeMeta.kind")
-        elif number == 2:
-            raw = _expect_bytes(wire, value, "raw")
-        elif number == 3:
-            encoding = _string(wire, value, "contentEncoding")
-        elif number == 4:
-            content_type = _string(wire, value, "contentType")
-    return Envelope(api_version, kind, raw, encoding, content_type)
+    where = ""
+    try:
+        for number, wire, value in _fields(body[len(MAGIC):]):
+            if number == 1:
+                for inner, inner_wire, inner_value in _fields(_expect_bytes(wire, value)):
+                    if inner in (1, 2):
+                        where = "typeMeta." + ("apiVersion" if inner == 1 else "kind")
+                        values[where[9:]] = _string(inner_wire, inner_value)
+            elif number == 2:
+                where = "raw"
+                raw = _expect_bytes(wire, value)
+            elif number in (3, 4):
+                where = "contentEncoding" if number == 3 else "contentType"
+                values[where] = _string(wire, value)
+    except ProtobufError as exc:
+        exc.path[:0] = ["Unknown"] + ([where] if where else [])
+        raise
+    return Envelope(values["apiVersion"], values["kind"], raw, values["contentEncoding"], values["contentType"])
 
 
 def _json_object(envelope: Envelope) -> dict[str, Any]:
@@ -154,6 +171,8 @@ def _json_object(envelope: Envelope) -> dict[str, Any]:
 
 # -- the wire format ------------------------------------------------------------------------------------------
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    if pos < len(data) and data[pos] < 0x80:  # one byte: most keys, lengths and small numbers
+        return data[pos], pos + 1
     result = shift = 0
     end = len(data)
     while True:
@@ -196,17 +215,17 @@ def _fields(data: bytes) -> Iterator[tuple[int, int, Any]]:
         yield number, wire, value
 
 
-def _expect_bytes(wire: int, value: Any, where: str) -> bytes:
+def _expect_bytes(wire: int, value: Any) -> bytes:
     if wire != _LEN:
-        raise ProtobufError(f"{where}: expected a length-delimited field, got wire type {wire}")
+        raise ProtobufError(f"expected a length-delimited field, got wire type {wire}")
     return value  # type: ignore[no-any-return]
 
 
-def _string(wire: int, value: Any, where: str) -> str:
+def _string(wire: int, value: Any) -> str:
     try:
-        return _expect_bytes(wire, value, where).decode("utf-8")
+        return _expect_bytes(wire, value).decode("utf-8")
     except UnicodeDecodeError:
-        raise ProtobufError(f"{where}: a string that is not valid UTF-8") from None
+        raise ProtobufError("a string that is not valid UTF-8") from None
 
 
 def _signed(value: int, bits: int) -> int:
@@ -214,17 +233,17 @@ def _signed(value: int, bits: int) -> int:
     return value - (1 << bits) if value >> (bits - 1) else value
 
 
-def _scalar(type_: str, wire: int, value: Any, where: str) -> Any:
+def _scalar(type_: str, wire: int, value: Any) -> Any:
     if type_ == "string":
-        return _string(wire, value, where)
+        return _string(wire, value)
     if type_ == "bytes":
-        return base64.b64encode(_expect_bytes(wire, value, where)).decode("ascii")
+        return base64.b64encode(_expect_bytes(wire, value)).decode("ascii")
     expected = _VARINT if type_ in _VARINT_TYPES else _I64 if type_ in _I64_TYPES else \
         _I32 if type_ in _I32_TYPES else None
     if expected is None:
-        raise ProtobufError(f"{where}: unknown scalar type {type_}")
+        raise ProtobufError(f"unknown scalar type {type_}")
     if wire != expected:
-        raise ProtobufError(f"{where}: a {type_} cannot have wire type {wire}")
+        raise ProtobufError(f"a {type_} cannot have wire type {wire}")
     if type_ == "bool":
         return value != 0
     if type_ == "int32":
@@ -242,20 +261,20 @@ def _scalar(type_: str, wire: int, value: Any, where: str) -> Any:
     return value & 0xFFFFFFFF if type_ == "uint32" else value
 
 
-def _packed(type_: str, data: bytes, where: str) -> list[Any]:
+def _packed(type_: str, data: bytes) -> list[Any]:
     """The numbers of a packed repeated field."""
     out: list[Any] = []
     pos = 0
     if type_ in _VARINT_TYPES:
         while pos < len(data):
             value, pos = _varint(data, pos)
-            out.append(_scalar(type_, _VARINT, value, where))
+            out.append(_scalar(type_, _VARINT, value))
         return out
     size = 8 if type_ in _I64_TYPES else 4
     if len(data) % size:
-        raise ProtobufError(f"{where}: a packed field of {len(data)} bytes is not a whole number of {type_}s")
+        raise ProtobufError(f"a packed field of {len(data)} bytes is not a whole number of {type_}s")
     wire = _I64 if size == 8 else _I32
-    return [_scalar(type_, wire, int.from_bytes(data[i:i + size], "little"), where) for i in range(0, len(data), size)]
+    return [_scalar(type_, wire, int.from_bytes(data[i:i + size], "little")) for i in range(0, len(data), size)]
 
 
 _ZEROS: dict[str, Any] = {"string": "", "bytes": "", "bool": False, "double": 0.0, "float": 0.0}
@@ -326,29 +345,35 @@ class _Decoder:
         out: dict[str, Any] = {}
         plain: dict[str, str] = {}  # plain fields of a scalar or special type: left out when zero
         inline: list[str] = []
-        for number, wire, value in _fields(data):
-            spec = layout.get(number)
-            if spec is None:
-                continue  # a field newer than the table: skipped, as Go's decoder skips unknown fields
-            json_name, type_, mode = spec
-            where = f"{name.rpartition('.')[2]}.{json_name or type_.rpartition('.')[2]}"
-            key = json_name or f"\x00{number}"
-            if mode == "[]":
-                items = out.setdefault(key, [])
-                if wire == _LEN and type_ not in ("string", "bytes") and "." not in type_:
-                    items.extend(_packed(type_, value, where))
+        json_name, mode, index = "", "", 0
+        try:
+            for number, wire, value in _fields(data):
+                spec = layout.get(number)
+                if spec is None:
+                    continue  # a field newer than the table: skipped, as Go's decoder skips unknown fields
+                json_name, type_, mode = spec
+                key = json_name or f"\x00{number}"
+                if mode == "[]":
+                    items = out.setdefault(key, [])
+                    index = len(items)
+                    if wire == _LEN and type_ not in ("string", "bytes") and "." not in type_:
+                        items.extend(_packed(type_, value))
+                    else:
+                        item = self.value(type_, wire, value, depth)
+                        items.append(None if item is _UNSET else item)
+                elif mode == "{}":
+                    entry_key, item = self.entry(type_, _expect_bytes(wire, value), depth)
+                    out.setdefault(key, {})[entry_key] = None if item is _UNSET else item
                 else:
-                    item = self.value(type_, wire, value, where, depth)
-                    items.append(None if item is _UNSET else item)
-            elif mode == "{}":
-                entry_key, item = self.entry(type_, _expect_bytes(wire, value, where), where, depth)
-                out.setdefault(key, {})[entry_key] = None if item is _UNSET else item
-            else:
-                out[key] = self.value(type_, wire, value, where, depth)
-                if not json_name:
-                    inline.append(key)
-                elif mode == "" and ("." not in type_ or type_ in _SPECIAL):
-                    plain[key] = type_
+                    out[key] = self.value(type_, wire, value, depth)
+                    if not json_name:
+                        inline.append(key)
+                    elif mode == "" and ("." not in type_ or type_ in _SPECIAL):
+                        plain[key] = type_
+        except ProtobufError as exc:
+            if json_name:
+                exc.path.insert(0, f"{json_name}[{index}]" if mode == "[]" else json_name)
+            raise
         for key in list(out):
             value = out[key]
             if value is _UNSET or (key in plain and _is_zero(value, plain[key])):
@@ -359,15 +384,19 @@ class _Decoder:
                 out.setdefault(field_name, field_value)
         return out
 
-    def entry(self, type_: str, data: bytes, where: str, depth: int) -> tuple[str, Any]:
+    def entry(self, type_: str, data: bytes, depth: int) -> tuple[str, Any]:
         """One map entry (key = 1, value = 2); a missing value is the type's zero, as Go keeps it."""
         key = ""
         value: Any = None
         for number, wire, raw in _fields(data):
             if number == 1:
-                key = _string(wire, raw, where + " key")
+                key = _string(wire, raw)
             elif number == 2:
-                value = self.value(type_, wire, raw, where + f"[{key}]", depth)
+                try:
+                    value = self.value(type_, wire, raw, depth)
+                except ProtobufError as exc:
+                    exc.path.insert(0, f"[{key}]")
+                    raise
         if value is None:
             value = self.zero(type_, depth)
         return key, value
@@ -377,12 +406,12 @@ class _Decoder:
             return _ZEROS[type_]
         if "." not in type_:
             return 0
-        return self.value(type_, _LEN, b"", type_, depth)
+        return self.value(type_, _LEN, b"", depth)
 
-    def value(self, type_: str, wire: int, value: Any, where: str, depth: int) -> Any:
+    def value(self, type_: str, wire: int, value: Any, depth: int) -> Any:
         if "." not in type_:
-            return _scalar(type_, wire, value, where)
-        data = _expect_bytes(wire, value, where)
+            return _scalar(type_, wire, value)
+        data = _expect_bytes(wire, value)
         special = _SPECIAL.get(type_)
         if special is not None:
             return special(self, data, depth)
@@ -393,9 +422,9 @@ class _Decoder:
         seconds = nanos = 0
         for number, wire, value in _fields(data):
             if number == 1:
-                seconds = _scalar("int64", wire, value, "Time.seconds")
+                seconds = _scalar("int64", wire, value)
             elif number == 2:
-                nanos = _scalar("int32", wire, value, "Time.nanos")
+                nanos = _scalar("int32", wire, value)
         return _time(seconds, nanos, micro)
 
     def _micro_time(self, data: bytes, depth: int) -> Any:
@@ -405,50 +434,43 @@ class _Decoder:
         nanoseconds = 0
         for number, wire, value in _fields(data):
             if number == 1:
-                nanoseconds = _scalar("int64", wire, value, "Duration.duration")
+                nanoseconds = _scalar("int64", wire, value)
         return go_duration(nanoseconds)
 
     def _quantity(self, data: bytes, depth: int) -> Any:
         text = ""
         for number, wire, value in _fields(data):
             if number == 1:
-                text = _string(wire, value, "Quantity.string")
+                text = _string(wire, value)
         return text or "0"
 
     def _int_or_string(self, data: bytes, depth: int) -> Any:
         kind, number_value, text = 0, 0, ""
         for number, wire, value in _fields(data):
             if number == 1:
-                kind = _scalar("int64", wire, value, "IntOrString.type")
+                kind = _scalar("int64", wire, value)
             elif number == 2:
-                number_value = _scalar("int32", wire, value, "IntOrString.intVal")
+                number_value = _scalar("int32", wire, value)
             elif number == 3:
-                text = _string(wire, value, "IntOrString.strVal")
+                text = _string(wire, value)
         if kind not in (0, 1):
-            raise ProtobufError(f"IntOrString.type: {kind} is neither 0 (int) nor 1 (string)")
+            raise ProtobufError(f"IntOrString type {kind} is neither 0 (int) nor 1 (string)")
         return text if kind == 1 else number_value
 
-    def _embedded_json(self, data: bytes, depth: int, where: str) -> Any:
+    def _embedded_json(self, data: bytes, depth: int) -> Any:
+        """RawExtension and FieldsV1: field 1 holds JSON (or, for a RawExtension, a nested protobuf object)."""
         raw = b""
         for number, wire, value in _fields(data):
             if number == 1:
-                raw = _expect_bytes(wire, value, where)
+                raw = _expect_bytes(wire, value)
         if not raw:
             return _UNSET
-        if raw.startswith(MAGIC):
-            if depth > MAX_DEPTH:
-                raise ProtobufError(f"messages nested deeper than {MAX_DEPTH} levels")
-            return decode(raw)
+        if raw.startswith(MAGIC):  # an object inside the object, counted in the nesting depth
+            return _decode(raw, depth + 1)
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
-            raise ProtobufError(f"{where}: not JSON ({exc})") from None
-
-    def _raw_extension(self, data: bytes, depth: int) -> Any:
-        return self._embedded_json(data, depth, "RawExtension.raw")
-
-    def _fields_v1(self, data: bytes, depth: int) -> Any:
-        return self._embedded_json(data, depth, "FieldsV1.Raw")
+            raise ProtobufError(f"not JSON ({exc})") from None
 
 
 #: the special types whose JSON is not a message of fields, and which a zero plain field leaves out
@@ -458,6 +480,6 @@ _SPECIAL = {
     _DURATION: _Decoder._duration,
     _QUANTITY: _Decoder._quantity,
     _INT_OR_STRING: _Decoder._int_or_string,
-    _RAW_EXTENSION: _Decoder._raw_extension,
-    _FIELDS_V1: _Decoder._fields_v1,
+    _RAW_EXTENSION: _Decoder._embedded_json,
+    _FIELDS_V1: _Decoder._embedded_json,
 }

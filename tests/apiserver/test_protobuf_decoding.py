@@ -4,10 +4,11 @@ inlined structs, and every way a body can be malformed."""
 from __future__ import annotations
 
 import base64
+from typing import Any
 
 import orjson
 import pytest
-from protobuf_wire import KUBECTL_CREATE_NAMESPACE, entry, envelope, fixed64, metadata, num, packed, raw, sub, text, varint
+from protobuf_wire import KUBECTL_CREATE_NAMESPACE, encode_object, entry, envelope, fixed64, metadata, num, packed, raw, sub, text, varint
 
 from minik.api import schema
 from minik.apiserver import protobuf
@@ -176,6 +177,18 @@ def test_a_malformed_body_is_a_protobuf_error_with_a_reason(body: bytes, message
     assert message in str(caught.value)
 
 
+def test_an_error_names_the_field_it_is_in_as_json_would() -> None:
+    containers = sub(2, text(1, "ok"), text(2, "busybox")) + sub(2, text(1, "bad"), num(2, 5))
+    body = envelope("apps/v1", "Deployment", metadata("web"), sub(2, sub(3, sub(2, containers))))
+    with pytest.raises(ProtobufError) as caught:
+        decode(body)
+    assert str(caught.value) == ("spec.template.spec.containers[1].image: expected a length-delimited field, "
+                                 "got wire type 0")
+    with pytest.raises(ProtobufError) as caught:
+        decode(envelope("v1", "ConfigMap", metadata("cfg"), entry(2, "key", num(2, 1))))
+    assert str(caught.value).startswith("data[key]: ")
+
+
 def test_every_json_name_in_the_table_is_a_field_minik_knows() -> None:
     """The table's JSON names (and inlined structs) agree with schema.json, which comes from another source."""
     table = protobuf.layouts()
@@ -202,3 +215,78 @@ def test_every_json_name_in_the_table_is_a_field_minik_knows() -> None:
                  "meta.k8s.io/v1/DeleteOptions", "autoscaling/v1/Scale", "v1/Binding"):
         assert kind in table.kinds
 
+
+
+ROUND_TRIPS: list[dict[str, Any]] = [
+    {"apiVersion": "v1", "kind": "Pod",
+     "metadata": {"name": "full", "namespace": "default", "labels": {"app": "full"},
+                  "annotations": {"note": ""}, "finalizers": ["example.com/keep"],
+                  "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "u-1",
+                                       "controller": True, "blockOwnerDeletion": True}],
+                  "creationTimestamp": "2024-02-29T12:00:00Z"},
+     "spec": {
+         "volumes": [{"name": "data", "emptyDir": {"sizeLimit": "1Gi"}},
+                     {"name": "cfg", "configMap": {"name": "cfg", "items": [{"key": "a", "path": "a.txt"}]}},
+                     {"name": "token", "projected": {"sources": [{"serviceAccountToken": {
+                         "path": "token", "expirationSeconds": 3600}}]}}],
+         "initContainers": [{"name": "init", "image": "busybox:1.36", "command": ["true"]}],
+         "containers": [{
+             "name": "app", "image": "busybox:1.36", "args": ["sleep", "1d"],
+             "env": [{"name": "A", "value": "1"},
+                     {"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+                     {"name": "KEY", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k", "optional": False}}}],
+             "resources": {"limits": {"cpu": "500m", "memory": "128Mi"}, "requests": {"cpu": "0"}},
+             "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
+             "volumeMounts": [{"name": "data", "mountPath": "/data", "readOnly": True}],
+             "readinessProbe": {"tcpSocket": {"port": "http"}, "initialDelaySeconds": 2},
+             "livenessProbe": {"exec": {"command": ["cat", "/tmp/ok"]}, "failureThreshold": 5},
+             "lifecycle": {"preStop": {"sleep": {"seconds": 3}}},
+             "securityContext": {"runAsUser": 0, "privileged": False, "capabilities": {"add": ["NET_ADMIN"]}}}],
+         "restartPolicy": "Always", "terminationGracePeriodSeconds": 0, "nodeSelector": {"disk": "ssd"},
+         "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+                          "tolerationSeconds": 300}],
+         "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+             "weight": 100, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname", "labelSelector": {
+                 "matchExpressions": [{"key": "app", "operator": "In", "values": ["full"]}]}}}]}},
+         "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}],
+         "priority": 0, "enableServiceLinks": False, "automountServiceAccountToken": False,
+         "securityContext": {"fsGroup": 2000, "supplementalGroups": [1, 2], "sysctls": [{"name": "a", "value": "b"}]}},
+     "status": {"phase": "Running", "podIP": "10.0.0.7", "startTime": "2024-02-29T12:00:01Z",
+                "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2024-02-29T12:00:02Z"}]}},
+    {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+     "spec": {"replicas": 0, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+              "template": {"metadata": {"labels": {"app": "db"}},
+                           "spec": {"containers": [{"name": "db", "image": "busybox:1.36"}]}},
+              "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0, "maxUnavailable": "50%"}},
+              "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
+                  "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]}},
+    {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "tick"},
+     "spec": {"schedule": "*/5 * * * *", "timeZone": "Etc/UTC", "suspend": True, "successfulJobsHistoryLimit": 0,
+              "jobTemplate": {"spec": {"backoffLimit": 0, "completionMode": "Indexed", "template": {"spec": {
+                  "restartPolicy": "OnFailure", "containers": [{"name": "c", "image": "busybox:1.36"}]}}}}}},
+    {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "svc"},
+     "spec": {"type": "NodePort", "selector": {"app": "web"}, "clusterIP": "None",
+              "ports": [{"name": "web", "port": 80, "targetPort": "http", "nodePort": 30080, "protocol": "TCP"}],
+              "sessionAffinity": "ClientIP", "sessionAffinityConfig": {"clientIP": {"timeoutSeconds": 10800}},
+              "ipFamilyPolicy": "SingleStack", "internalTrafficPolicy": "Local"}},
+    {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "node-1"},
+     "spec": {"holderIdentity": "node-1", "leaseDurationSeconds": 40, "renewTime": "2024-02-29T12:00:00.250000Z"}},
+    {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"},
+     "spec": {"podCIDR": "10.244.0.0/24", "taints": [{"key": "k", "value": "v", "effect": "NoSchedule",
+                                                      "timeAdded": "2024-02-29T12:00:00Z"}]},
+     "status": {"capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+                "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
+                "nodeInfo": {"kubeletVersion": "v1.32.0", "architecture": "amd64"}}},
+    {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e", "namespace": "default"},
+     "involvedObject": {"kind": "Pod", "name": "web", "namespace": "default"}, "reason": "Pulled", "count": 2,
+     "eventTime": "2024-02-29T12:00:00.000001Z", "type": "Normal", "source": {"component": "kubelet"}},
+    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "managedFields": [{
+        "manager": "kubectl", "operation": "Apply", "apiVersion": "v1", "time": "2024-02-29T12:00:00Z",
+        "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:a": {}}}}]},
+     "data": {"a": "1"}, "binaryData": {"b": "AAEC"}, "immutable": False},
+]
+
+
+@pytest.mark.parametrize("obj", ROUND_TRIPS, ids=[o["kind"] for o in ROUND_TRIPS])
+def test_objects_of_every_shape_come_back_as_the_json_they_were(obj: dict[str, Any]) -> None:
+    assert decode(encode_object(obj)) == obj
