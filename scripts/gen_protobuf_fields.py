@@ -173,6 +173,9 @@ class Generator:
         out: dict[str, list[str]] = {}
         for f in message.fields:
             facts = go.get(f.number)
+            if facts is None and message.name not in SPECIAL:
+                raise SystemExit(f"{message.name}.{f.name}: no Go struct tag with protobuf field {f.number} beside "
+                                 "its .proto (are the Go files of the checkout there?)")
             json_name = facts.json if facts is not None else f.name
             if f.label == "map":
                 if f.map_key != "string":

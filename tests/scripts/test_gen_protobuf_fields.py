@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "gen_protobuf_fields.py"
 
 PROTO = """
@@ -52,6 +54,10 @@ type WidgetSpec struct {
 	Blobs map[string][]byte `json:"blobs,omitempty" protobuf:"bytes,4,rep,name=blobs"`
 	Source `json:",inline" protobuf:"bytes,5,opt,name=source"`
 }
+
+type Source struct {
+	Path string `json:"path" protobuf:"bytes,1,opt,name=path"`
+}
 """
 
 META_PROTO = """
@@ -59,6 +65,14 @@ syntax = "proto2";
 package k8s.io.apimachinery.pkg.apis.meta.v1;
 message ObjectMeta {
   optional string name = 1;
+}
+"""
+
+META_GO = """
+package v1
+
+type ObjectMeta struct {
+	Name string `json:"name,omitempty" protobuf:"bytes,1,opt,name=name"`
 }
 """
 
@@ -72,14 +86,20 @@ def load_script() -> ModuleType:
     return module
 
 
-def test_the_generator_reads_numbers_from_protos_and_names_and_pointers_from_go_tags(tmp_path: Path) -> None:
-    demo = tmp_path / "api" / "demo" / "v1"
-    meta = tmp_path / "apimachinery" / "pkg" / "apis" / "meta" / "v1"
+def checkout(root: Path, with_meta_go: bool = True) -> None:
+    demo = root / "api" / "demo" / "v1"
+    meta = root / "apimachinery" / "pkg" / "apis" / "meta" / "v1"
     demo.mkdir(parents=True)
     meta.mkdir(parents=True)
     (demo / "generated.proto").write_text(PROTO)
     (demo / "types.go").write_text(GO)
     (meta / "generated.proto").write_text(META_PROTO)
+    if with_meta_go:
+        (meta / "types.go").write_text(META_GO)
+
+
+def test_the_generator_reads_numbers_from_protos_and_names_and_pointers_from_go_tags(tmp_path: Path) -> None:
+    checkout(tmp_path)
     script = load_script()
     document = script.Generator(tmp_path).run({"demo/v1/Widget": "k8s.io.api.demo.v1.Widget"}, "v0.0.1")
     messages = document["messages"]
@@ -92,3 +112,9 @@ def test_the_generator_reads_numbers_from_protos_and_names_and_pointers_from_go_
     assert messages["k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta"] == {"1": ["name", "string", ""]}
     assert "v0.0.1" in document["source"]
     json.loads(script.render(document))  # the file it writes is JSON
+
+
+def test_the_generator_refuses_a_field_without_its_go_struct_tag(tmp_path: Path) -> None:
+    checkout(tmp_path, with_meta_go=False)
+    with pytest.raises(SystemExit, match="ObjectMeta.name: no Go struct tag"):
+        load_script().Generator(tmp_path).run({"demo/v1/Widget": "k8s.io.api.demo.v1.Widget"}, "v0.0.1")
