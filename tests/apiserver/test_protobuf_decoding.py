@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-import orjson
 import pytest
 from protobuf_wire import KUBECTL_CREATE_NAMESPACE, encode_object, entry, envelope, fixed64, metadata, num, packed, raw, sub, text, varint
 
