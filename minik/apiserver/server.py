@@ -13,7 +13,8 @@ from typing import Any
 import orjson
 import structlog
 
-from minik.api.errors import StatusError, bad_request, internal, not_found, unsupported_media_type
+from minik.api.errors import (PATCH_MEDIA_TYPES, StatusError, bad_request, internal, not_found,
+                              unsupported_media_type)
 from minik.api.registry import Registry, ResourceType
 from minik.apiserver import codec, discovery, scale, tables
 from minik.apiserver.admission import (AdmissionPlugin, Admission, AllowAll, Authenticator, Authorizer,
@@ -272,9 +273,10 @@ class ApiServer:
             apply = lambda current: scale.scaled(resource, current, body, name)  # noqa: E731
         elif info.verb == "patch":
             content_type = request.headers.get("Content-Type")
+            accepted = tuple(t for t in PATCH_MEDIA_TYPES if t != codec.APPLY_PATCH)
             if codec.media_type(content_type) == codec.APPLY_PATCH:
-                raise unsupported_media_type(codec.APPLY_PATCH)
-            apply = scale.patched_scale(resource, _patcher(request.body, content_type, resource), name)
+                raise unsupported_media_type(codec.APPLY_PATCH, accepted)
+            apply = scale.patched_scale(resource, _patcher(request.body, content_type, resource, accepted), name)
         else:
             raise StatusError(405, "MethodNotAllowed", "the server does not allow this method on the requested "
                               f"resource ({request.method})")
@@ -299,7 +301,8 @@ def _dry_run(query: Mapping[str, str]) -> bool:
     return True
 
 
-def _patcher(body: bytes, content_type: str | None, resource: ResourceType) -> Any:
+def _patcher(body: bytes, content_type: str | None, resource: ResourceType,
+             accepted: tuple[str, ...] = PATCH_MEDIA_TYPES) -> Any:
     kind = codec.media_type(content_type)
     if kind == codec.STRATEGIC_MERGE_PATCH:
         patch = codec.decode(body, content_type)
@@ -312,7 +315,7 @@ def _patcher(body: bytes, content_type: str | None, resource: ResourceType) -> A
     if kind == codec.JSON_PATCH:
         operations = codec.decode(body, content_type)
         return lambda current: json_patch(current, operations)
-    raise unsupported_media_type(kind)
+    raise unsupported_media_type(kind, accepted)
 
 
 _DELETE_QUERY_INTS = ("gracePeriodSeconds",)
