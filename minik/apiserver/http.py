@@ -1,10 +1,15 @@
 """The HTTP transport: aiohttp in front of ``ApiServer.handle``.
 
 Bodies over the limit are refused with 413 before they are read into memory; watches are streamed with chunked
-encoding and end when the client goes away or the server shuts down.
+encoding and end when the client goes away or the server shuts down. The pieces that turn requests and responses
+into HTTP (``read_body``, ``respond``, ``too_large``, ``stream``) are shared with the front-end worker processes
+(minik.apiserver.frontend), so a request answers the same whichever process took its connection.
 """
 
 from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 import structlog
 from aiohttp import web
@@ -12,16 +17,21 @@ from aiohttp import web
 from minik.api.errors import StatusError
 from minik.apiserver.codec import MAX_BODY_BYTES
 from minik.apiserver.request import ApiRequest, ApiResponse
-from minik.apiserver.server import ApiServer
+
+if TYPE_CHECKING:
+    from minik.apiserver.server import ApiServer
 
 log = structlog.get_logger("minik.apiserver.http")
 
-API_SERVER: web.AppKey[ApiServer] = web.AppKey("api_server", ApiServer)
+API_SERVER: web.AppKey["ApiServer"] = web.AppKey("api_server")
+
+#: aiohttp's handler arguments for every API listener: kubectl's headers can be long
+HANDLER_ARGS = {"max_field_size": 16 * 1024}
 
 _TOO_LARGE = StatusError(413, "RequestEntityTooLarge", f"the request body is too large (limit {MAX_BODY_BYTES} bytes)")
 
 
-async def _read_body(request: web.Request) -> bytes | None:
+async def read_body(request: web.BaseRequest) -> bytes | None:
     """The body, or None when it is over the limit (checked on Content-Length before reading, and by aiohttp's
     client_max_size while reading a chunked body)."""
     length = request.content_length
@@ -35,11 +45,39 @@ async def _read_body(request: web.Request) -> bytes | None:
         return None
 
 
-def _respond(response: ApiResponse) -> web.Response:
+def respond(response: ApiResponse) -> web.Response:
     headers = {"Content-Type": response.content_type}
     if response.headers:
         headers.update(response.headers)
     return web.Response(status=response.status, body=response.body, headers=headers)
+
+
+def too_large() -> web.Response:
+    """413 for a body over the limit; the connection is closed, as the rest of the body is not read."""
+    response = respond(ApiResponse.error(_TOO_LARGE))
+    response.force_close()
+    return response
+
+
+async def stream(request: web.BaseRequest, status: int, content_type: str,
+                 chunks: AsyncIterator[bytes]) -> web.StreamResponse:
+    """Send ``chunks`` as a chunked response until they end or the client goes away; ``chunks`` is closed (its
+    ``aclose``) either way, so whatever feeds it (a watcher) is released."""
+    response = web.StreamResponse(status=status, headers={"Content-Type": content_type,
+                                                          "Cache-Control": "no-cache, private"})
+    response.enable_chunked_encoding()
+    try:
+        await response.prepare(request)
+        async for chunk in chunks:
+            await response.write(chunk)
+        await response.write_eof()
+    except ConnectionResetError:
+        pass  # the client went away; its watcher is closed below
+    finally:
+        aclose = getattr(chunks, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    return response
 
 
 _NO_QUERY: dict[str, str] = {}
@@ -47,36 +85,19 @@ _NO_QUERY: dict[str, str] = {}
 
 async def handle(request: web.Request) -> web.StreamResponse:
     api = request.app[API_SERVER]
-    body = await _read_body(request)
+    body = await read_body(request)
     if body is None:
-        response = _respond(ApiResponse.error(_TOO_LARGE))
-        response.force_close()
-        return response
+        return too_large()
     query = request.query if request.query_string else _NO_QUERY
     result = await api.handle(ApiRequest(request.method, request.path, query, request.headers, body,
                                          request.remote))
     if result.stream is None:
-        return _respond(result)
-    stream = web.StreamResponse(status=result.status, headers={"Content-Type": result.content_type,
-                                                              "Cache-Control": "no-cache, private"})
-    stream.enable_chunked_encoding()
-    lines = result.stream
-    try:
-        await stream.prepare(request)
-        async for chunk in lines:
-            await stream.write(chunk)
-        await stream.write_eof()
-    except ConnectionResetError:
-        pass  # the client went away; its watcher is closed below
-    finally:
-        aclose = getattr(lines, "aclose", None)
-        if aclose is not None:
-            await aclose()
-    return stream
+        return respond(result)
+    return await stream(request, result.status, result.content_type, result.stream)
 
 
-def build_app(api: ApiServer) -> web.Application:
-    app = web.Application(client_max_size=MAX_BODY_BYTES, handler_args={"max_field_size": 16 * 1024})
+def build_app(api: "ApiServer") -> web.Application:
+    app = web.Application(client_max_size=MAX_BODY_BYTES, handler_args=HANDLER_ARGS)
     app[API_SERVER] = api
     app.router.add_route("*", "/{tail:.*}", handle)
     return app
