@@ -18,7 +18,7 @@ from aiohttp import web
 
 from minik.cluster import COMPONENTS, Cluster, ClusterSettings
 from minik.apiserver.frontend.relay import WebSocketRelay, wants_websocket
-from minik.apiserver.frontend.wire import Frame, FrameChannel, pack_head, unpack_head
+from minik.apiserver.frontend.wire import Frame, FrameChannel, pack_head, unpack_head, unpack_shared_chunk
 from minik.store import Store, StoreSettings
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
@@ -220,3 +220,27 @@ async def test_the_websocket_relay_joins_a_client_to_the_api_servers_private_lis
         await relay.close()
         await public_runner.cleanup()
         await private_runner.cleanup()
+
+
+async def test_one_chunk_for_many_streams_travels_once_and_reaches_each_in_order() -> None:
+    received: list[tuple[int, Frame, bytes]] = []
+    sink = FrameChannel(lambda s, k, p: received.append((s, k, p)), lambda _exc: None)
+
+    class Pipe:
+        def writelines(self, parts: list[bytes]) -> None:
+            sink.data_received(b"".join(parts))
+
+        def close(self) -> None:
+            pass
+
+    source = FrameChannel(lambda *_: None, lambda _exc: None)
+    source.connection_made(Pipe())  # type: ignore[arg-type]
+    line = b'{"type":"ADDED"}\n'
+    for stream in (1, 2, 3):
+        source.send(stream, Frame.STREAM_CHUNK, line)
+    source.send(2, Frame.STREAM_END)
+    source.send(1, Frame.STREAM_CHUNK, b"other\n")
+    await asyncio.sleep(0)  # the frames of one loop turn go out together
+    assert [(s, k) for s, k, _p in received] == [(0, Frame.SHARED_CHUNK), (2, Frame.STREAM_END),
+                                                 (1, Frame.STREAM_CHUNK)]
+    assert unpack_shared_chunk(received[0][2]) == ((1, 2, 3), line)

@@ -13,7 +13,7 @@ from typing import Any
 from aiohttp import web
 
 from minik.api.errors import StatusError
-from minik.apiserver.frontend.wire import Frame, FrameChannel, pack_head, unpack_head
+from minik.apiserver.frontend.wire import Frame, FrameChannel, pack_head, unpack_head, unpack_shared_chunk
 from minik.apiserver.http import read_body, respond, stream, too_large
 from minik.apiserver.request import ApiResponse
 
@@ -76,9 +76,11 @@ class Upstream:
     # -- frames --------------------------------------------------------------------------------------------
     def _on_frame(self, stream: int, kind: Frame, payload: bytes) -> None:
         if kind is Frame.STREAM_CHUNK:
-            buffered = self._streams.get(stream)
-            if buffered is not None and not buffered.add(payload):
-                self._cancel(stream)
+            self._deliver(stream, payload)
+        elif kind is Frame.SHARED_CHUNK:
+            streams, chunk = unpack_shared_chunk(payload)
+            for each in streams:
+                self._deliver(each, chunk)
         elif kind is Frame.STREAM_END:
             buffered = self._streams.get(stream)
             if buffered is not None:
@@ -95,6 +97,11 @@ class Upstream:
             waiting.set_result((kind, head, body))
         elif kind is Frame.STOP and not self.done.done():
             self.done.set_result("stop")
+
+    def _deliver(self, stream: int, chunk: bytes) -> None:
+        buffered = self._streams.get(stream)
+        if buffered is not None and not buffered.add(chunk):
+            self._cancel(stream)
 
     def _lost(self, _exc: Exception | None) -> None:
         for waiting in self._waiting.values():

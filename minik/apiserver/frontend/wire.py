@@ -22,6 +22,7 @@ import orjson
 
 _HEADER = struct.Struct("!IIB")
 _HEAD_LENGTH = struct.Struct("!I")
+_U32 = struct.Struct("!I")
 
 
 class Frame(enum.IntEnum):
@@ -43,12 +44,22 @@ class Frame(enum.IntEnum):
     STREAM_END = 13
     STOP = 14
     """Stop accepting connections, finish the requests in flight, end the streams and exit."""
+    SHARED_CHUNK = 15
+    """One chunk for several streams (every watcher of a resource gets the same event line): a count (u32), the
+    stream ids (u32 each), then the chunk."""
 
 
 def pack_head(head: list[Any], body: bytes = b"") -> list[bytes]:
     """A payload of a JSON head and a body, as parts (a large body is not copied into a new buffer)."""
     encoded = orjson.dumps(head)
     return [_HEAD_LENGTH.pack(len(encoded)) + encoded, body] if body else [_HEAD_LENGTH.pack(len(encoded)) + encoded]
+
+
+def unpack_shared_chunk(payload: bytes) -> tuple[tuple[int, ...], bytes]:
+    """The stream ids and the chunk of a SHARED_CHUNK payload."""
+    (count,) = _U32.unpack_from(payload)
+    end = 4 + 4 * count
+    return struct.unpack_from(f"!{count}I", payload, 4), payload[end:]
 
 
 def unpack_head(payload: bytes) -> tuple[list[Any], bytes]:
@@ -70,6 +81,8 @@ class FrameChannel(asyncio.Protocol):
         self._on_lost = on_lost
         self._buffer = bytearray()
         self._out: list[bytes] = []
+        #: a run of STREAM_CHUNK frames with one same chunk, not written out yet: (chunk, stream ids)
+        self._run: tuple[bytes, list[int]] | None = None
         self._transport: asyncio.Transport | None = None
         self._writable = asyncio.Event()
         self._writable.set()
@@ -100,6 +113,7 @@ class FrameChannel(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self._out.clear()
+        self._run = None
         self._writable.set()  # nobody waits for a channel that is gone
         self._on_lost(exc)
 
@@ -113,12 +127,35 @@ class FrameChannel(asyncio.Protocol):
     def send(self, stream: int, kind: Frame, *parts: bytes) -> None:
         if self.closed:
             return
-        if not self._out:
+        if not self._out and self._run is None:
             self._loop.call_soon(self._flush)
+        if kind is Frame.STREAM_CHUNK:
+            chunk = parts[0]
+            run = self._run
+            if run is not None and (run[0] is chunk or run[0] == chunk):
+                run[1].append(stream)
+                return
+            self._end_run()
+            self._run = (chunk, [stream])
+            return
+        self._end_run()
         self._out.append(_HEADER.pack(5 + sum(len(p) for p in parts), stream, kind))
         self._out.extend(parts)
 
+    def _end_run(self) -> None:
+        """Queue the pending run of one chunk: a STREAM_CHUNK frame, or a SHARED_CHUNK for several streams."""
+        if self._run is None:
+            return
+        chunk, streams = self._run
+        self._run = None
+        if len(streams) == 1:
+            self._out += (_HEADER.pack(5 + len(chunk), streams[0], Frame.STREAM_CHUNK), chunk)
+            return
+        ids = struct.pack(f"!{len(streams) + 1}I", len(streams), *streams)
+        self._out += (_HEADER.pack(5 + len(ids) + len(chunk), 0, Frame.SHARED_CHUNK), ids, chunk)
+
     def _flush(self) -> None:
+        self._end_run()
         if self._out and self._transport is not None and not self.closed:
             self._transport.writelines(self._out)
         self._out = []
