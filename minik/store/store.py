@@ -93,9 +93,9 @@ class Store:
     async def open(cls, settings: StoreSettings, *, compactor: bool = True) -> "Store":
         """Open (or create) the store file, load the current state, and start the writer and compactor."""
         settings.path.parent.mkdir(parents=True, exist_ok=True)
-        # the writer opens its transactions implicitly with BEGIN IMMEDIATE before the first write; the reader
-        # never writes
-        writer = await WriteConnection.open(settings.path, isolation_level="IMMEDIATE")
+        # both connections are in autocommit mode: the writer's transactions are whole functions run in its thread
+        # (write_transaction: one statement, or BEGIN IMMEDIATE ... COMMIT); the reader never writes
+        writer = await WriteConnection.open(settings.path, isolation_level=None)
         try:
             reader = await aiosqlite.connect(settings.path, isolation_level=None)
         except BaseException:

@@ -59,15 +59,24 @@ class WriteConnection:
 
 
 def write_transaction(statements: list[tuple[str, tuple[Any, ...] | list[Any]]]) -> Callable[[sqlite3.Connection], None]:
-    """A function that runs ``statements`` and commits them as one transaction (rolled back if any fails)."""
+    """A function that runs ``statements`` as one transaction on a connection in autocommit mode. A single
+    statement is its own transaction (SQLite takes the write lock, writes and commits, fsync included, in one step,
+    so the thread hands the GIL back once); several run between BEGIN IMMEDIATE and COMMIT, rolled back if one
+    fails."""
 
     def run(connection: sqlite3.Connection) -> None:
+        if len(statements) == 1:
+            sql, parameters = statements[0]
+            connection.execute(sql, parameters).close()
+            return
+        connection.execute("BEGIN IMMEDIATE")
         try:
             for sql, parameters in statements:
                 connection.execute(sql, parameters).close()
-            connection.commit()
+            connection.execute("COMMIT")
         except BaseException:
-            connection.rollback()
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
             raise
 
     return run

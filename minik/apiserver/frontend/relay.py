@@ -35,7 +35,7 @@ class WebSocketRelay:
         if self._session is not None:
             await self._session.close()
 
-    async def handle(self, request: web.Request) -> web.StreamResponse:
+    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         if self._session is None:
             self._session = aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=self.path))
         offered = [p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",") if p.strip()]

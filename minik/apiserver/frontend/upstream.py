@@ -127,7 +127,7 @@ class Upstream:
             self._cancel(stream)
 
     # -- the handler ---------------------------------------------------------------------------------------
-    async def handle(self, request: web.Request) -> web.StreamResponse:
+    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         body = await read_body(request)
         if body is None:
             return too_large()

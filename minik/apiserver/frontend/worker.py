@@ -15,6 +15,7 @@ import os
 import signal
 import socket
 import sys
+from typing import Any
 
 from aiohttp import web
 
@@ -36,33 +37,38 @@ def _die_with_parent(parent: int) -> None:
         sys.exit(0)
 
 
+def _request(message: Any, payload: Any, protocol: Any, writer: Any, task: Any) -> web.BaseRequest:
+    """aiohttp's request, with the API server's body limit (the low-level server's default is 1 MiB)."""
+    return web.BaseRequest(message, payload, protocol, writer, task, asyncio.get_running_loop(),
+                           client_max_size=MAX_BODY_BYTES)
+
+
 async def serve(options: WorkerOptions) -> None:
     upstream = Upstream()
     await upstream.open(socket.socket(fileno=options.channel_fd))
     relay = WebSocketRelay(options.private_path)
 
-    async def handle(request: web.Request) -> web.StreamResponse:
+    async def handle(request: web.BaseRequest) -> web.StreamResponse:
         if wants_websocket(request):
             return await relay.handle(request)
         return await upstream.handle(request)
 
-    async def end_streams(_app: web.Application) -> None:
-        upstream.end_streams()
-
-    app = web.Application(client_max_size=MAX_BODY_BYTES, handler_args=HANDLER_ARGS)
-    app.router.add_route("*", "/{tail:.*}", handle)
-    app.on_shutdown.append(end_streams)
-    # a handler is cancelled when its client goes away, so an idle watch ends with its connection (a request
-    # forwarded before is left to finish at the API server)
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=options.shutdown_timeout_seconds,
-                           handle_signals=False, handler_cancellation=True)
+    # aiohttp's low-level server: one handler for every path, so no application, router or middleware. A handler
+    # is cancelled when its client goes away, so an idle watch ends with its connection (a request forwarded
+    # before is left to finish at the API server).
+    server = web.Server(handle, request_factory=_request, handler_cancellation=True, access_log=None,
+                        **HANDLER_ARGS)
+    runner = web.ServerRunner(server, shutdown_timeout=options.shutdown_timeout_seconds)
     await runner.setup()
-    await web.SockSite(runner, socket.socket(fileno=options.listen_fd)).start()
+    site = web.SockSite(runner, socket.socket(fileno=options.listen_fd))
+    await site.start()
     upstream.send(0, Frame.READY)
     why = await upstream.done
     if why == "lost":  # the API server is gone: nothing could answer what is in flight
         os._exit(0)
-    await runner.cleanup()  # stop accepting, end the streams, let requests in flight finish
+    await site.stop()  # stop accepting,
+    upstream.end_streams()  # end the streams,
+    await runner.cleanup()  # let the requests in flight finish
     await relay.close()
     upstream.log("info", "api worker stopped", pid=os.getpid())
     upstream.close()
