@@ -19,7 +19,7 @@ from aiohttp import web
 
 from minik.api.resources import REGISTRY
 from minik.apiserver.frontend import Frontend, FrontendSettings, listen
-from minik.apiserver.http import build_app
+from minik.apiserver.http import build_server
 from minik.apiserver.server import ApiServer, ApiSettings
 from minik.client import Client
 from minik.store import Store, StoreSettings
@@ -140,7 +140,7 @@ class Cluster:
         self.settings = settings
         self.store: Store | None = None
         self.api: ApiServer | None = None
-        self._runner: web.AppRunner | None = None
+        self._runner: web.ServerRunner | None = None
         self.frontend: Frontend | None = None
         self.client: Client | None = None
         self.components: dict[str, Component] = {}
@@ -165,10 +165,7 @@ class Cluster:
             self.api = ApiServer(self.store, REGISTRY, ApiSettings(address=f"{s.bind}:{s.port}",
                                                                   service_cidr=s.service_cidr))
             await self.api.bootstrap()
-            app = build_app(self.api)
-            app.on_shutdown.append(self._end_watches)
-            self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=s.shutdown_timeout_seconds,
-                                         handle_signals=False)
+            self._runner = web.ServerRunner(build_server(self.api), shutdown_timeout=s.shutdown_timeout_seconds)
             await self._runner.setup()
             self.frontend = Frontend(self.api, self._runner, listen(s.bind, s.port), FrontendSettings(
                 workers=s.api_workers, shutdown_timeout_seconds=s.shutdown_timeout_seconds))
@@ -207,17 +204,17 @@ class Cluster:
             await self.client.close()
             self.client = None
 
-    async def _end_watches(self, _app: web.Application) -> None:
-        if self.store is not None:
-            self.store.close_watches()
-
     async def stop(self) -> None:
         await self._stop_components()
         if self.frontend is not None:
             await self.frontend.stop()  # the workers stop accepting, end their streams and drain
             self.frontend = None
         if self._runner is not None:
-            await self._runner.cleanup()  # stop accepting, end watches (on_shutdown), drain requests
+            for site in list(self._runner.sites):  # stop accepting,
+                await site.stop()
+            if self.store is not None:  # end the watches,
+                self.store.close_watches()
+            await self._runner.cleanup()  # let the requests in flight finish
             self._runner = None
         if self.store is not None:
             await self.store.close()

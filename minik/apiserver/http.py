@@ -8,8 +8,9 @@ into HTTP (``read_body``, ``respond``, ``too_large``, ``stream``) are shared wit
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from aiohttp import web
@@ -23,12 +24,16 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("minik.apiserver.http")
 
-API_SERVER: web.AppKey["ApiServer"] = web.AppKey("api_server")
-
 #: aiohttp's handler arguments for every API listener: kubectl's headers can be long
 HANDLER_ARGS = {"max_field_size": 16 * 1024}
 
 _TOO_LARGE = StatusError(413, "RequestEntityTooLarge", f"the request body is too large (limit {MAX_BODY_BYTES} bytes)")
+
+
+def limited_request(message: Any, payload: Any, protocol: Any, writer: Any, task: Any) -> web.BaseRequest:
+    """aiohttp's request with the API's body limit (the low-level server's default is 1 MiB)."""
+    return web.BaseRequest(message, payload, protocol, writer, task, asyncio.get_running_loop(),
+                           client_max_size=MAX_BODY_BYTES)
 
 
 async def read_body(request: web.BaseRequest) -> bytes | None:
@@ -83,21 +88,19 @@ async def stream(request: web.BaseRequest, status: int, content_type: str,
 _NO_QUERY: dict[str, str] = {}
 
 
-async def handle(request: web.Request) -> web.StreamResponse:
-    api = request.app[API_SERVER]
-    body = await read_body(request)
-    if body is None:
-        return too_large()
-    query = request.query if request.query_string else _NO_QUERY
-    result = await api.handle(ApiRequest(request.method, request.path, query, request.headers, body,
-                                         request.remote))
-    if result.stream is None:
-        return respond(result)
-    return await stream(request, result.status, result.content_type, result.stream)
+def build_server(api: "ApiServer") -> web.Server:
+    """aiohttp's low-level server with one handler for every path: the API server routes requests itself, so
+    aiohttp's application, router and middleware would be work for nothing."""
 
+    async def handle(request: web.BaseRequest) -> web.StreamResponse:
+        body = await read_body(request)
+        if body is None:
+            return too_large()
+        query = request.query if request.query_string else _NO_QUERY
+        result = await api.handle(ApiRequest(request.method, request.path, query, request.headers, body,
+                                             request.remote))
+        if result.stream is None:
+            return respond(result)
+        return await stream(request, result.status, result.content_type, result.stream)
 
-def build_app(api: "ApiServer") -> web.Application:
-    app = web.Application(client_max_size=MAX_BODY_BYTES, handler_args=HANDLER_ARGS)
-    app[API_SERVER] = api
-    app.router.add_route("*", "/{tail:.*}", handle)
-    return app
+    return web.Server(handle, request_factory=limited_request, access_log=None, **HANDLER_ARGS)

@@ -69,7 +69,7 @@ class Frontend:
     while they are restarted.
     """
 
-    def __init__(self, api: "ApiServer", runner: web.AppRunner, listener: socket.socket,
+    def __init__(self, api: "ApiServer", runner: web.BaseRunner, listener: socket.socket,
                  settings: FrontendSettings) -> None:
         self.api = api
         self.settings = settings

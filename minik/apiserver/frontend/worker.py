@@ -15,15 +15,13 @@ import os
 import signal
 import socket
 import sys
-from typing import Any
 
 from aiohttp import web
 
-from minik.apiserver.codec import MAX_BODY_BYTES
 from minik.apiserver.frontend.relay import WebSocketRelay, wants_websocket
 from minik.apiserver.frontend.upstream import Upstream
 from minik.apiserver.frontend.wire import Frame, WorkerOptions
-from minik.apiserver.http import HANDLER_ARGS
+from minik.apiserver.http import HANDLER_ARGS, limited_request
 
 _PR_SET_PDEATHSIG = 1
 
@@ -35,12 +33,6 @@ def _die_with_parent(parent: int) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:
         sys.exit(0)
-
-
-def _request(message: Any, payload: Any, protocol: Any, writer: Any, task: Any) -> web.BaseRequest:
-    """aiohttp's request, with the API server's body limit (the low-level server's default is 1 MiB)."""
-    return web.BaseRequest(message, payload, protocol, writer, task, asyncio.get_running_loop(),
-                           client_max_size=MAX_BODY_BYTES)
 
 
 async def serve(options: WorkerOptions) -> None:
@@ -56,7 +48,7 @@ async def serve(options: WorkerOptions) -> None:
     # aiohttp's low-level server: one handler for every path, so no application, router or middleware. A handler
     # is cancelled when its client goes away, so an idle watch ends with its connection (a request forwarded
     # before is left to finish at the API server).
-    server = web.Server(handle, request_factory=_request, handler_cancellation=True, access_log=None,
+    server = web.Server(handle, request_factory=limited_request, handler_cancellation=True, access_log=None,
                         **HANDLER_ARGS)
     runner = web.ServerRunner(server, shutdown_timeout=options.shutdown_timeout_seconds)
     await runner.setup()
