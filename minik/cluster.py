@@ -18,7 +18,6 @@ import structlog
 from aiohttp import web
 
 from minik.api.resources import REGISTRY
-from minik.apiserver.frontend import Frontend, FrontendSettings, listen
 from minik.apiserver.http import build_server
 from minik.apiserver.server import ApiServer, ApiSettings
 from minik.client import Client
@@ -88,10 +87,6 @@ class ClusterSettings:
     shutdown_timeout_seconds: float = 10.0
     """How long in-flight requests may take to finish at shutdown."""
 
-    api_workers: int = 0
-    """HTTP worker processes in front of the API server (minik.apiserver.frontend); 0 serves HTTP in-process.
-    `minik up` runs one on machines with more than one core."""
-
     store: dict[str, object] = field(default_factory=dict)
     """Extra StoreSettings fields (for tests and benchmarks: compaction window, buffers...)."""
 
@@ -141,7 +136,6 @@ class Cluster:
         self.store: Store | None = None
         self.api: ApiServer | None = None
         self._runner: web.ServerRunner | None = None
-        self.frontend: Frontend | None = None
         self.client: Client | None = None
         self.components: dict[str, Component] = {}
         self.port: int = settings.port
@@ -167,13 +161,13 @@ class Cluster:
             await self.api.bootstrap()
             self._runner = web.ServerRunner(build_server(self.api), shutdown_timeout=s.shutdown_timeout_seconds)
             await self._runner.setup()
-            self.frontend = Frontend(self.api, self._runner, listen(s.bind, s.port), FrontendSettings(
-                workers=s.api_workers, shutdown_timeout_seconds=s.shutdown_timeout_seconds))
-            await self.frontend.start()
-            self.port = self.frontend.address[1]
+            site = web.TCPSite(self._runner, s.bind, s.port, reuse_address=True)
+            await site.start()
+            sockets = self._runner.addresses
+            if sockets:
+                self.port = int(sockets[0][1])
             await self.api.publish_master_service(self.host, self.port)
             await self._start_components()
-            await self.frontend.wait_ready()
         except BaseException:
             await self.stop()
             raise
@@ -206,9 +200,6 @@ class Cluster:
 
     async def stop(self) -> None:
         await self._stop_components()
-        if self.frontend is not None:
-            await self.frontend.stop()  # the workers stop accepting, end their streams and drain
-            self.frontend = None
         if self._runner is not None:
             for site in list(self._runner.sites):  # stop accepting,
                 await site.stop()

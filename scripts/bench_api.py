@@ -283,14 +283,12 @@ def bench_hello(duration: float, threads: int, tmp: Path) -> dict[str, Any]:
 # minik
 
 @contextlib.contextmanager
-def minik(tmp: Path, name: str, api_workers: int | None = None) -> Iterator[str]:
+def minik(tmp: Path, name: str) -> Iterator[str]:
     data_dir = Path(tempfile.mkdtemp(prefix=f"minik-{name}-", dir=tmp))
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     args = [sys.executable, "-m", "minik", "up", "--data-dir", str(data_dir), "--port", "0", "--sync", "FULL",
             "--log-file", "-", "--disable", "scheduler,controllers,node,proxy"]
-    if api_workers is not None:
-        args += ["--api-workers", str(api_workers)]
     stderr_path = tmp / f"minik-{name}.stderr"
     try:
         with open(stderr_path, "wb") as err, spawned(args, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
@@ -333,8 +331,8 @@ def count_pods(url: str) -> int | None:
                if item.get("metadata", {}).get("generateName") == "bench-")
 
 
-def bench_creates(tmp: Path, duration: float, threads: int, api_workers: int | None) -> dict[str, Any]:
-    with minik(tmp, "creates", api_workers) as url:
+def bench_creates(tmp: Path, duration: float, threads: int) -> dict[str, Any]:
+    with minik(tmp, "creates") as url:
         status, body = http("POST", url + "/api/v1/namespaces/default/pods", POD_BODY)
         if status != 201:
             raise BenchError(f"minik pod create probe: {status} {body[:500]!r}")
@@ -564,8 +562,6 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per measurement (default 10)")
     parser.add_argument("--json", type=Path, default=None, help="also write the table and details as JSON here")
     parser.add_argument("--wrk-threads", type=int, default=1, help="wrk threads (default 1; 32 connections)")
-    parser.add_argument("--api-workers", type=int, default=None,
-                        help="minik up --api-workers (default: minik's own default, one on a multi-core machine)")
     parser.add_argument("--_hello-server", dest="hello_server", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--_watch-client", dest="watch_client", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -600,10 +596,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-api-") as tmp_name:
         tmp = Path(tmp_name)
         step("etcd puts", bench_etcd, tmp, duration, threads)
-        step("minik pod creates", bench_creates, tmp, duration, threads, args.api_workers)
+        step("minik pod creates", bench_creates, tmp, duration, threads)
         step("aiohttp hello", bench_hello, duration, threads, tmp)
         try:
-            with minik(tmp, "gets-watch", args.api_workers) as url:
+            with minik(tmp, "gets-watch") as url:
                 step("minik pod gets", bench_gets, url, tmp, duration, threads)
                 step("minik watch", bench_watch, url, duration)
         except BenchError as exc:

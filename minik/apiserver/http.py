@@ -1,9 +1,7 @@
 """The HTTP transport: aiohttp in front of ``ApiServer.handle``.
 
 Bodies over the limit are refused with 413 before they are read into memory; watches are streamed with chunked
-encoding and end when the client goes away or the server shuts down. The pieces that turn requests and responses
-into HTTP (``read_body``, ``respond``, ``too_large``, ``stream``) are shared with the front-end worker processes
-(minik.apiserver.frontend), so a request answers the same whichever process took its connection.
+encoding and end when the client goes away or the server shuts down.
 """
 
 from __future__ import annotations

@@ -41,11 +41,6 @@ def run(main: Coroutine[Any, Any, None]) -> None:
         uvloop.run(main)
 
 
-def default_api_workers() -> int:
-    """One HTTP worker process where there is a second core for it, none otherwise."""
-    return 1 if (os.cpu_count() or 1) > 1 else 0
-
-
 def _components(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> frozenset[str]:
     chosen = {part.strip().lower() for value in values for part in value.split(",") if part.strip()}
     unknown = sorted(chosen - set(COMPONENTS))
@@ -150,8 +145,6 @@ def _child_args(ctx: click.Context, data_dir: Path) -> list[str]:
         args += ["--runtime", p["runtime"]]
     if p["update_kubeconfig"]:
         args.append("--update-kubeconfig")
-    if p["api_workers"] is not None:
-        args += ["--api-workers", str(p["api_workers"])]
     return args
 
 
@@ -218,9 +211,6 @@ def _detach(ctx: click.Context, name: str, instance: Instance) -> None:
 @click.option("--update-kubeconfig", is_flag=True,
               help="Also merge a context named after the cluster into $KUBECONFIG or ~/.kube/config (made current "
                    "only if none is).")
-@click.option("--api-workers", type=click.IntRange(0, 64), default=None,
-              help="HTTP worker processes in front of the API server (0: serve HTTP in the API server's process) "
-                   "[default: 1 on machines with more than one core, else 0].")
 @click.option("--sync", "synchronous", type=click.Choice(["FULL", "NORMAL"], case_sensitive=False), default="FULL",
               show_default=True, help="Durability: FULL survives power loss, NORMAL only a process crash.")
 @click.option("--log-level", default="info", show_default=True, help="Log level for the JSON log.")
@@ -229,8 +219,7 @@ def _detach(ctx: click.Context, name: str, instance: Instance) -> None:
 @click.pass_context
 def up(ctx: click.Context, name: str, data_dir: Path | None, bind: str, port: int, detach: bool,
        disabled: frozenset[str], service_cidr: str, no_node: bool, fake_nodes: int, node_name: str | None,
-       runtime: str, update_kubeconfig: bool, api_workers: int | None, synchronous: str, log_level: str,
-       log_file: Path | None) -> None:
+       runtime: str, update_kubeconfig: bool, synchronous: str, log_level: str, log_file: Path | None) -> None:
     """Start a cluster: in the foreground until Ctrl-C or SIGTERM, or in the background with --detach.
 
     It always writes DATA_DIR/kubeconfig, so `kubectl --kubeconfig DATA_DIR/kubeconfig get ns` works at once, and
@@ -258,8 +247,7 @@ def up(ctx: click.Context, name: str, data_dir: Path | None, bind: str, port: in
             logging_setup.configure(log_level, path=log_file or data / "minik.log")
         settings = ClusterSettings(data_dir=data, name=name, bind=bind, port=port, synchronous=synchronous.upper(),
                                    disabled=disabled, service_cidr=service_cidr, local_node=not no_node,
-                                   fake_nodes=fake_nodes, node_name=node_name, node_runtime=runtime,
-                                   api_workers=default_api_workers() if api_workers is None else api_workers)
+                                   fake_nodes=fake_nodes, node_name=node_name, node_runtime=runtime)
         run(_serve(settings, instance, update_kubeconfig))
     finally:
         instance.release()

@@ -173,11 +173,6 @@ class Store:
         return self._revision
 
     @property
-    def watcher_count(self) -> int:
-        """How many watches are open."""
-        return len(self._hub)
-
-    @property
     def compact_revision(self) -> int:
         """Reads and watches from revisions below this one get Compacted."""
         return self._compact_revision
