@@ -1,46 +1,80 @@
 """The store's write connection: a SQLite connection that lives in a thread of its own.
 
-Each call runs a whole function in that thread (a batch's INSERT and COMMIT, a compaction step), so a commit
-costs the event loop one hand-off and one wake-up. Every hand-off waits for a turn of the event loop, which under
-load is the time to process everything else that is ready; with aiosqlite's one hand-off per statement a commit
-took two turns, and the writes waiting for it waited that much longer.
+Each call runs a whole function in that thread (a batch's INSERT, a compaction step), so a commit costs the event
+loop one hand-off and one wake-up. Every hand-off waits for a turn of the event loop, which under load is the time
+to process everything else that is ready; with aiosqlite's one hand-off per statement a commit took two turns, and
+the writes waiting for it waited that much longer. The thread is a plain loop over a queue, lighter than an
+executor's futures.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from pathlib import Path
+from queue import SimpleQueue
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 
+_Call = tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]
+
+
+def _resolve(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if future.cancelled():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
+
 
 class WriteConnection:
-    """Runs functions of a ``sqlite3.Connection`` in the connection's own thread, one at a time."""
+    """Runs functions of a ``sqlite3.Connection`` in the connection's own thread, one at a time, in order."""
 
-    def __init__(self, connection: sqlite3.Connection, executor: ThreadPoolExecutor) -> None:
-        self._connection = connection
-        self._executor = executor
+    def __init__(self, path: Path, isolation_level: str | None) -> None:
+        self._path = path
+        self._isolation_level = isolation_level
+        self._calls: SimpleQueue[_Call | None] = SimpleQueue()
+        self._thread = threading.Thread(target=self._serve, name="minik-store-writer", daemon=True)
+        self._connection: sqlite3.Connection | None = None
 
     @classmethod
     async def open(cls, path: Path, *, isolation_level: str | None) -> "WriteConnection":
-        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="minik-store-writer")
-        loop = asyncio.get_running_loop()
+        connection = cls(path, isolation_level)
+        connection._thread.start()
         try:
-            connection = await loop.run_in_executor(executor, partial(
-                sqlite3.connect, path, isolation_level=isolation_level, check_same_thread=False))
+            await connection.run(connection._connect)
         except BaseException:
-            executor.shutdown(wait=False)
+            connection._stop()
             raise
-        return cls(connection, executor)
+        return connection
+
+    def _connect(self, _connection: sqlite3.Connection) -> None:
+        self._connection = sqlite3.connect(self._path, isolation_level=self._isolation_level,
+                                           check_same_thread=False)
+
+    def _serve(self) -> None:
+        while (call := self._calls.get()) is not None:
+            fn, future = call
+            result: Any = None
+            error: BaseException | None = None
+            try:
+                result = fn(self._connection)  # type: ignore[arg-type]  # None only for _connect
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                error = exc
+            try:
+                future.get_loop().call_soon_threadsafe(_resolve, future, result, error)
+            except RuntimeError:  # the loop is closed: nobody waits any more
+                pass
 
     async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """``fn(connection)`` in the connection's thread."""
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, self._connection)
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._calls.put((fn, future))
+        return await future
 
     async def execute(self, sql: str, parameters: tuple[Any, ...] = ()) -> None:
         await self.run(lambda c: c.execute(sql, parameters).close())
@@ -53,9 +87,15 @@ class WriteConnection:
 
     async def close(self) -> None:
         try:
-            await self.run(sqlite3.Connection.close)
+            if self._connection is not None:
+                await self.run(sqlite3.Connection.close)
         finally:
-            self._executor.shutdown(wait=True)
+            self._stop()
+
+    def _stop(self) -> None:
+        """End the thread; every call was awaited before, so it is idle and exits at once."""
+        self._calls.put(None)
+        self._thread.join(timeout=5)
 
 
 def write_transaction(statements: list[tuple[str, tuple[Any, ...] | list[Any]]]) -> Callable[[sqlite3.Connection], None]:
