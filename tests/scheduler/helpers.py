@@ -8,6 +8,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from minik.client import Client
+from minik.kubelet.kubelet import Kubelet, KubeletSettings
+from minik.kubelet.node import NodeConfig, well_known_labels
+from minik.kubelet.runtimes.fake import FakeRuntime
 from minik.scheduler.framework import Code, CycleState, NodeInfo, PodInfo, StaticNodes
 
 Obj = dict[str, Any]
@@ -130,3 +133,41 @@ def score_results(plugin: Any, pod: PodInfo, nodes: list[NodeInfo], cluster: Any
     if normalize is not None:
         normalize(state, pod, nodes, scores)
     return {n.name: s for n, s in zip(nodes, scores)}
+
+
+# -- simulated nodes ---------------------------------------------------------------------------------------------
+def simulated_node(name: str, *, cpu: str = "4", memory: str = "8Gi", pods: str = "110", zone: str | None = None,
+                   labels: Mapping[str, str] | None = None, taints: list[Obj] | None = None,
+                   extra: Mapping[str, str] | None = None) -> NodeConfig:
+    capacity = {"cpu": cpu, "memory": memory, "pods": pods, "ephemeral-storage": "100Gi", **(extra or {})}
+    return NodeConfig(name, "10.99.0.1", capacity, {**well_known_labels(name, zone), **(labels or {})},
+                      list(taints or []))
+
+
+class SimulatedNodes:
+    """Starts one fake-runtime kubelet per ``add`` call, serving the nodes given; stops them all at the end."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.kubelets: list[Kubelet] = []
+
+    async def add(self, *nodes: NodeConfig) -> None:
+        kubelet = Kubelet(self.client, FakeRuntime(0.0), list(nodes),
+                          KubeletSettings(workers=4, resync_seconds=0.0))
+        self.kubelets.append(kubelet)
+        await kubelet.start()
+        await kubelet.wait_registered(timeout=10)
+
+    async def cordon(self, name: str) -> None:
+        await self.client.patch("nodes", name, {"spec": {"unschedulable": True}})
+
+    async def stop(self) -> None:
+        for kubelet in reversed(self.kubelets):
+            await kubelet.stop()
+
+
+async def scheduled_condition(client: Client, name: str, namespace: str = "default") -> Obj | None:
+    """The pod's PodScheduled condition when the scheduler has said it cannot place the pod (status False)."""
+    pod = await client.get("pods", name, namespace)
+    return next((c for c in pod["status"].get("conditions") or []
+                 if c["type"] == "PodScheduled" and c["status"] == "False"), None)
