@@ -19,6 +19,7 @@ from minik.api.registry import Registry, ResourceType
 from minik.apiserver import codec, discovery, scale, tables
 from minik.apiserver.admission import (AdmissionPlugin, Admission, AllowAll, Authenticator, Authorizer,
                                        LoopbackAuthenticator, ObjectReader, default_plugins)
+from minik.apiserver.admission.priority import system_priority_classes
 from minik.apiserver.apply import Applier, FieldManager
 from minik.apiserver.eviction import evict
 from minik.apiserver.fieldvalidation import FieldValidation
@@ -90,13 +91,22 @@ class ApiServer:
         return {path: orjson.dumps(doc) for path, doc in docs.items()}
 
     async def bootstrap(self) -> None:
-        """Create the namespaces every cluster has and repair the Service allocations, then report ready."""
+        """Create the namespaces and priority classes every cluster has, repair the Service allocations, then report
+        ready."""
         namespaces = self.rests[("", "v1", "namespaces")]
         admin = SYSTEM_USER
         for name in SYSTEM_NAMESPACES:
             if self.store.get(namespaces.resource.key(None, name)) is None:
                 try:
                     await namespaces.create({"metadata": {"name": name}}, None, admin)
+                except StatusError as exc:
+                    if exc.reason != "AlreadyExists":
+                        raise
+        classes = self.rests[("scheduling.k8s.io", "v1", "priorityclasses")]
+        for pc in system_priority_classes():
+            if self.store.get(classes.resource.key(None, pc["metadata"]["name"])) is None:
+                try:
+                    await classes.create(pc, None, admin)
                 except StatusError as exc:
                     if exc.reason != "AlreadyExists":
                         raise

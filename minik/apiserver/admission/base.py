@@ -72,6 +72,14 @@ class ObjectReader:
         record = self._store.get(resource.key(namespace, name))
         return record.object() if record is not None else None
 
+    async def list(self, group: str, version: str, plural: str, namespace: str | None = None) -> list[Obj]:
+        """Every current object of a kind (in one namespace, for namespaced kinds, when given)."""
+        resource = self._registry.get(group, version, plural)
+        if resource is None:
+            return []
+        listed = await self._store.list(resource.prefix(namespace))
+        return [record.object() for record in listed.items]
+
 
 class AdmissionPlugin(Protocol):
     name: str

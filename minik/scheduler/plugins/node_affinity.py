@@ -92,5 +92,5 @@ class NodeAffinity:
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
         return sum(weight for weight, term in state[self.name] if weight and term_matches(term, node))
 
-    def normalize(self, state: CycleState, pod: PodInfo, scores: list[int]) -> None:
+    def normalize(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], scores: list[int]) -> None:
         default_normalize(scores)
