@@ -60,7 +60,8 @@ class NodeComponent:
             from minik.kubelet.runtimes.fake import FakeRuntime
 
             fake = Kubelet(self.client, FakeRuntime(s.fake_start_delay_seconds), fake_nodes(s.fake_nodes),
-                           KubeletSettings(**{"workers": 16, "resync_seconds": 0.0, **s.kubelet}))  # type: ignore[arg-type]
+                           KubeletSettings(**{"workers": 16, "resync_seconds": 0.0, "record_events": False,
+                                                **s.kubelet}))  # type: ignore[arg-type]
             await fake.start()
             self.kubelets.append(fake)
         if s.local_node:
