@@ -19,8 +19,11 @@ from aiohttp import web
 
 from minik.api.resources import REGISTRY
 from minik.apiserver.http import build_app
+from minik.apiserver.admission import LoopbackAuthenticator
 from minik.apiserver.server import ApiServer, ApiSettings
+from minik.apiserver.tokenauth import JOINED_NODE, TokenAuthenticator
 from minik.client import Client
+from minik.jointoken import ensure_token
 from minik.store import Store, StoreSettings
 
 log = structlog.get_logger("minik.cluster")
@@ -140,6 +143,7 @@ class Cluster:
         self.components: dict[str, Component] = {}
         self.port: int = settings.port
         self.started_seconds: float = 0.0
+        self.join_token: str = ""
 
     @property
     def host(self) -> str:
@@ -156,8 +160,12 @@ class Cluster:
         s.data_dir.mkdir(parents=True, exist_ok=True)
         self.store = await Store.open(StoreSettings(path=s.db_path, synchronous=s.synchronous, **s.store))  # type: ignore[arg-type]
         try:
+            self.join_token = ensure_token(s.data_dir)
             self.api = ApiServer(self.store, REGISTRY, ApiSettings(address=f"{s.bind}:{s.port}",
-                                                                  service_cidr=s.service_cidr))
+                                                                  service_cidr=s.service_cidr,
+                                                                  kubelet_token=self.join_token),
+                                 authenticator=TokenAuthenticator({self.join_token: JOINED_NODE},
+                                                                  LoopbackAuthenticator()))
             await self.api.bootstrap()
             app = build_app(self.api)
             app.on_shutdown.append(self._end_watches)

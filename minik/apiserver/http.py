@@ -55,6 +55,8 @@ async def handle(request: web.Request) -> web.StreamResponse:
     query = request.query if request.query_string else _NO_QUERY
     result = await api.handle(ApiRequest(request.method, request.path, query, request.headers, body,
                                          request.remote))
+    if result.upgrade is not None:
+        return await result.upgrade(request)  # type: ignore[no-any-return]
     if result.stream is None:
         return _respond(result)
     stream = web.StreamResponse(status=result.status, headers={"Content-Type": result.content_type,

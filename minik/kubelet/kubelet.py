@@ -135,6 +135,17 @@ class Kubelet:
             await self.recorder.stop()
         self._log.info("kubelet stopped")
 
+    def find_pod(self, namespace: str, name: str) -> Obj | None:
+        """The pod of that name bound to this kubelet (the live one when an old one still terminates)."""
+        found = None
+        for pod in self.pods.values():
+            meta = pod.get("metadata") or {}
+            if meta.get("namespace") == namespace and meta.get("name") == name:
+                if not meta.get("deletionTimestamp"):
+                    return pod
+                found = pod
+        return found
+
     async def wait_registered(self, timeout: float | None = None) -> None:
         async with asyncio.timeout(timeout):
             await self.keeper.registered.wait()

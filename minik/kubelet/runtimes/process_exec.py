@@ -5,12 +5,14 @@ terminal to resize."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import os
 
 from minik.aio import start_task, stop_task
 from minik.kubelet.runtimes.base import RuntimeFailure
 
 _CHUNK = 64 * 1024
+_BACKLOG = 64
 
 
 class ProcessExec:
@@ -18,9 +20,10 @@ class ProcessExec:
 
     def __init__(self, process: asyncio.subprocess.Process) -> None:
         self._process = process
-        self._output: asyncio.Queue[tuple[int, bytes] | None] = asyncio.Queue(maxsize=64)
-        streams = [(1, process.stdout)] + ([(2, process.stderr)] if process.stderr is not None else [])
-        self._open = len(streams)
+        self._output: collections.deque[tuple[int, bytes]] = collections.deque()
+        self._changed = asyncio.Event()  # output arrived, a stream ended, or output was consumed
+        streams = [(1, process.stdout), (2, process.stderr)]
+        self._open = sum(1 for _, reader in streams if reader is not None)
         self._readers = [start_task(self._pump(channel, reader), f"exec output {channel}")
                          for channel, reader in streams if reader is not None]
 
@@ -41,16 +44,24 @@ class ProcessExec:
     async def _pump(self, channel: int, reader: asyncio.StreamReader) -> None:
         try:
             while chunk := await reader.read(_CHUNK):
-                await self._output.put((channel, chunk))
+                while len(self._output) >= _BACKLOG:  # the reader is slow: let the pipe fill instead
+                    self._changed.clear()
+                    await self._changed.wait()
+                self._output.append((channel, chunk))
+                self._changed.set()
         finally:
             self._open -= 1
-            if self._open == 0:
-                await self._output.put(None)
+            self._changed.set()
 
     async def read(self) -> tuple[int, bytes] | None:
-        if self._open == 0 and self._output.empty():
-            return None
-        return await self._output.get()
+        while not self._output:
+            if self._open == 0:
+                return None
+            self._changed.clear()
+            await self._changed.wait()
+        piece = self._output.popleft()
+        self._changed.set()
+        return piece
 
     async def write(self, data: bytes) -> None:
         if self._process.stdin is not None and not self._process.stdin.is_closing():
