@@ -626,7 +626,8 @@ class Client:
         query += [("tty", "true")] if tty else [("stderr", "true")]
         if container:
             query.append(("container", container))
-        return await websocket(self.path("pods", namespace, pod, "exec"), query, protocols)  # type: ignore[no-any-return]
+        path = self.path("pods", namespace, pod, "exec")
+        return await websocket(path, query, protocols)  # type: ignore[no-any-return]
 
     async def bind(self, pod: str, node: str, namespace: str, *, uid: str | None = None) -> Obj:
         """Bind a pod to a node (the scheduler's write): POST a Binding to pods/NAME/binding.

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
 from minik.kubelet.component import NodeComponent
-from tests.kubelet.docker_helpers import NODE, DockerNode, busybox, fetch_eventually
+from tests.kubelet.docker_helpers import NODE, DockerNode, busybox, docker_cluster, fetch_eventually
 from tests.kubelet.helpers import condition, container_state, phase, pod_manifest, wait_for_pod, wait_gone
 
 
@@ -114,3 +115,46 @@ async def test_a_restarted_kubelet_adopts_its_containers_without_duplicates(node
     assert after == before
     pod = await client.get("pods", "steady", "default")
     assert container_state(pod)["restartCount"] == 0 and "running" in container_state(pod)["state"]
+
+
+async def test_a_busybox_httpd_deployment_runs_and_answers_on_each_pod_ip(tmp_path: Path) -> None:
+    """The scheduler and the controllers with the Docker node: the path `minik apply -f manifests/` takes."""
+    script = "mkdir -p /www && echo hello from $(hostname) > /www/index.html && exec httpd -f -p 8080 -h /www"
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
+                  "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                           "template": {"metadata": {"labels": {"app": "web"}},
+                                        "spec": {"containers": [busybox("httpd", script,
+                                                                        ports=[{"containerPort": 8080}])]}}}}
+    async with docker_cluster(tmp_path / "c", disabled=frozenset()) as node:
+        client = node.client
+        await client.create("deployments", deployment)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            found = await client.get("deployments", "web", "default")
+            if (found.get("status") or {}).get("availableReplicas") == 2:
+                break
+            await asyncio.sleep(0.2)
+        else:
+            raise AssertionError(f"the deployment did not become available: {found.get('status')}")
+        pods = (await client.list("pods", "default", label_selector="app=web"))["items"]
+        assert len(pods) == 2 and {p["spec"]["nodeName"] for p in pods} == {NODE}
+        for pod in pods:
+            name, ip = pod["metadata"]["name"], pod["status"]["podIP"]
+            assert await fetch_eventually(f"http://{ip}:8080/") == f"hello from {name}\n"
+
+
+async def test_a_restarted_kubelet_removes_the_containers_of_pods_deleted_while_it_was_down(node: DockerNode) -> None:
+    client = node.client
+    await client.create("pods", pod_manifest("goner", node=NODE, containers=[busybox("app", "exec sleep 3600")]))
+    pod = await wait_for_pod(client, "goner", lambda p: phase(p) == "Running", 30)
+    await node.component.stop()
+    await client.delete("pods", "goner", "default", grace_period_seconds=0)  # forced: no kubelet confirms it
+    await wait_gone(client, "pods", "goner")
+    assert len(await node.containers(pod["metadata"]["uid"])) == 2  # pause + app, orphaned
+    restarted = NodeComponent(node.cluster.settings, node.cluster.client)  # type: ignore[arg-type]
+    node.cluster.components["node"] = restarted
+    await restarted.start()
+    deadline = time.monotonic() + 20
+    while await node.containers(pod["metadata"]["uid"]) and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    assert await node.containers(pod["metadata"]["uid"]) == []

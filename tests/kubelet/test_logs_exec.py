@@ -8,6 +8,7 @@ import asyncio
 import fcntl
 import os
 import struct
+import sys
 import termios
 import time
 from collections.abc import AsyncIterator
@@ -147,3 +148,29 @@ async def test_logs_and_exec_requests_the_api_cannot_serve_get_kubernetes_answer
         assert error.code == 404 and error.message == 'pods "nope" not found'
         error = await _raw(client, f"{base}/two/exec", container="a", command="ls")
         assert error.code == 400 and error.message == "pod two does not have a host assigned"
+
+
+async def _minik(server: str, *args: str, stdin: bytes | None = None) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(sys.executable, "-m", "minik", "-s", server, *args,
+                                                   stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                                                   stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(process.communicate(stdin), 60)
+    return process.returncode or 0, out.decode(), err.decode()
+
+
+async def test_minik_logs_and_exec_work_as_kubectl_does(node: DockerNode) -> None:
+    script = "echo one; echo two; exec sleep 3600"
+    await node.client.create("pods", pod_manifest("pair", node=NODE, containers=[
+        busybox("app", script), busybox("side", "echo beside; exec sleep 3600")]))
+    await wait_for_pod(node.client, "pair", lambda p: phase(p) == "Running", 30)
+    server = node.cluster.url
+    deadline = time.monotonic() + 10
+    while (result := await _minik(server, "logs", "pair"))[1] != "one\ntwo\n" and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    assert result == (0, "one\ntwo\n", 'Defaulted container "app" out of: app, side\n')
+    assert await _minik(server, "logs", "pair", "-c", "side", "--tail", "1") == (0, "beside\n", "")
+    code, out, err = await _minik(server, "exec", "-i", "pair", "-c", "side", "--", "sh", "-c",
+                                  "cat; echo bad >&2; exit 4", stdin=b"piped in\n")
+    assert (code, out) == (4, "piped in\n") and err == "bad\ncommand terminated with exit code 4\n"
+    code, _, err = await _minik(server, "exec", "pair", "-c", "nope", "--", "true")
+    assert code == 1 and err == "Error from server (BadRequest): container nope is not valid for pod pair\n"
