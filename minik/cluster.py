@@ -19,9 +19,12 @@ import structlog
 from aiohttp import web
 
 from minik.api.resources import REGISTRY
+from minik.apiserver.admission import LoopbackAuthenticator
 from minik.apiserver.http import build_server
 from minik.apiserver.server import ApiServer, ApiSettings
+from minik.apiserver.tokenauth import JOINED_NODE, TokenAuthenticator
 from minik.client import Client
+from minik.jointoken import ensure_token
 from minik.store import Store, StoreSettings
 
 log = structlog.get_logger("minik.cluster")
@@ -161,6 +164,7 @@ class Cluster:
         self.components: dict[str, Component] = {}
         self.port: int = settings.port
         self.started_seconds: float = 0.0
+        self.join_token: str = ""
 
     @property
     def host(self) -> str:
@@ -178,8 +182,12 @@ class Cluster:
         sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_INTERVAL_SECONDS))
         self.store = await Store.open(StoreSettings(path=s.db_path, synchronous=s.synchronous, **s.store))  # type: ignore[arg-type]
         try:
+            self.join_token = ensure_token(s.data_dir)
             self.api = ApiServer(self.store, REGISTRY, ApiSettings(address=f"{s.bind}:{s.port}",
-                                                                  service_cidr=s.service_cidr))
+                                                                  service_cidr=s.service_cidr,
+                                                                  kubelet_token=self.join_token),
+                                 authenticator=TokenAuthenticator({self.join_token: JOINED_NODE},
+                                                                  LoopbackAuthenticator()))
             await self.api.bootstrap()
             self._runner = web.ServerRunner(build_server(self.api), shutdown_timeout=s.shutdown_timeout_seconds)
             await self._runner.setup()

@@ -97,6 +97,8 @@ def build_server(api: "ApiServer") -> web.Server:
         query = request.query if request.query_string else _NO_QUERY
         result = await api.handle(ApiRequest(request.method, request.path, query, request.headers, body,
                                              request.remote))
+        if result.upgrade is not None:  # exec: the WebSocket relayed to the node's kubelet
+            return await result.upgrade(request)  # type: ignore[no-any-return]
         if result.stream is None:
             return respond(result)
         return await stream(request, result.status, result.content_type, result.stream)

@@ -26,6 +26,7 @@ from minik.apiserver.fieldvalidation import FieldValidation
 from minik.apiserver.lists import list_body, parse_list_options, read_list
 from minik.apiserver.openapi import OpenApi
 from minik.apiserver.patch import json_patch, merge_patch, strategic_merge_patch
+from minik.apiserver.podproxy import PodProxy
 from minik.apiserver.request import ApiRequest, ApiResponse, User, success_status
 from minik.apiserver.requestinfo import RequestInfo, resolve
 from minik.apiserver.rest import ResourceRest
@@ -56,6 +57,9 @@ class ApiSettings:
     node_port_range: tuple[int, int] = DEFAULT_NODE_PORT_RANGE
     """The inclusive range of node ports (kube-apiserver's --service-node-port-range)."""
 
+    kubelet_token: str | None = None
+    """The bearer token presented to kubelets when relaying pods/log and pods/exec."""
+
 
 class ApiServer:
     def __init__(self, store: Store, registry: Registry, settings: ApiSettings | None = None,
@@ -72,6 +76,7 @@ class ApiServer:
         self.rests = {(t.group, t.version, t.plural): ResourceRest(t, store, self.admission) for t in registry.types}
         self.services = ServiceAllocations(store, self.settings.service_cidr, self.settings.node_port_range)
         self.rests[("", "v1", "services")].hooks = self.services
+        self.pod_proxy = PodProxy(self.reader, self.settings.kubelet_token)
         self.ready = False
         self._static = self._discovery_documents()
         self.openapi = OpenApi(registry)
@@ -192,6 +197,8 @@ class ApiServer:
             raise not_found(f"{info.resource.plural}/{sub}", info.resource.group, info.name or "")
         if sub == "scale":
             return await self._scale(info, request, user, rest, dry_run)
+        if sub in ("log", "exec"):
+            return await self.pod_proxy.handle(info, request)
         table = tables.for_request(info.resource, request) if verb in ("get", "list", "watch") else None
         if verb == "get":
             raw = rest.record(info.namespace, info.name or "").raw

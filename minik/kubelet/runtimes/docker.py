@@ -20,8 +20,9 @@ import structlog
 
 from minik.aio import Backoff, start_task, stop_task
 from minik.api.quantity import parse_quantity
-from minik.kubelet.runtimes.base import (ContainerConfig, ContainerInfo, OnChange, PodRecord, RuntimeFailure,
-                                         SandboxInfo)
+from minik.kubelet.runtimes.base import (ContainerConfig, ContainerInfo, ExecSession, OnChange, PodRecord,
+                                         RuntimeFailure, SandboxInfo)
+from minik.kubelet.runtimes.docker_exec import DockerExec, docker_message
 from minik.kubelet.runtimes.images import PAUSE_IMAGE, build_pause
 
 if TYPE_CHECKING:
@@ -50,12 +51,9 @@ def _epoch(text: str | None) -> float | None:
     return seconds + float("0." + fraction[:6]) if fraction else seconds
 
 
-def _message(exc: aiodocker.DockerError) -> str:
-    return str(exc.message if hasattr(exc, "message") else exc).strip()
-
-
 class DockerRuntime:
     name = "docker"
+    simulated = False
     needs_config = True
 
     def __init__(self, kubelet_id: str, pause_image: str = PAUSE_IMAGE, url: str | None = None) -> None:
@@ -183,23 +181,24 @@ class DockerRuntime:
         except aiodocker.DockerError:
             return False
 
-    async def ensure_image(self, image: str, policy: str) -> None:
+    async def ensure_image(self, image: str, policy: str) -> bool | None:
         if policy == "Never":
             if not await self._present(image):
                 raise RuntimeFailure("ErrImageNeverPull",
                                      f'Container image "{image}" is not present with pull policy of Never')
-            return
+            return False
         if policy == "IfNotPresent" and await self._present(image):
-            return
+            return False
         try:
             await self._d.images.pull(image)
         except aiodocker.DockerError as exc:
             # no registry answers on many minik machines: an image already here is used rather than failing a
             # pod whose policy is Always (Kubernetes would fail it); say so in the log
             if await self._present(image):
-                log.info("pull failed; using the local image", image=image, error=_message(exc))
-                return
-            raise RuntimeFailure("ErrImagePull", _message(exc)) from None
+                log.info("pull failed; using the local image", image=image, error=docker_message(exc))
+                return False
+            raise RuntimeFailure("ErrImagePull", docker_message(exc)) from None
+        return True
 
     async def _ensure_pause(self) -> None:
         async with self._pause_lock:
@@ -249,7 +248,7 @@ class DockerRuntime:
             await container.start()
             details = await container.show()
         except aiodocker.DockerError as exc:
-            raise RuntimeFailure("CreatePodSandboxError", _message(exc)) from None
+            raise RuntimeFailure("CreatePodSandboxError", docker_message(exc)) from None
         return SandboxInfo(container.id, str(details["NetworkSettings"].get("IPAddress") or ""), True)
 
     async def _dns_config(self, pod: Obj) -> Obj:
@@ -286,11 +285,11 @@ class DockerRuntime:
                 await self._remove(summary["Id"])
             container = await self._d.containers.create(create, name=name)
         except aiodocker.DockerError as exc:
-            raise RuntimeFailure("CreateContainerError", _message(exc)) from None
+            raise RuntimeFailure("CreateContainerError", docker_message(exc)) from None
         try:
             await container.start()
         except aiodocker.DockerError as exc:
-            raise RuntimeFailure("RunContainerError", _message(exc)) from None
+            raise RuntimeFailure("RunContainerError", docker_message(exc)) from None
         await self._prune(pod["metadata"]["uid"], config.name, attempt)
         return str(container.id)
 
@@ -325,6 +324,10 @@ class DockerRuntime:
         for summary in summaries:
             await self._remove(summary["Id"])
 
+    async def exec(self, container_id: str, command: list[str], *, stdin: bool = False,
+                   tty: bool = False) -> ExecSession:
+        return await DockerExec.start(self._d, container_id, command, stdin=stdin, tty=tty)
+
     async def logs(self, container_id: str, *, follow: bool = False, tail_lines: int | None = None,
                    since_seconds: int | None = None, timestamps: bool = False) -> AsyncIterator[bytes]:
         params: Obj = {"stdout": "1", "stderr": "1", "follow": "1" if follow else "0",
@@ -335,7 +338,7 @@ class DockerRuntime:
         try:
             details = await self._d._query_json(f"containers/{container_id}/json")  # noqa: SLF001
         except aiodocker.DockerError as exc:
-            raise RuntimeFailure("NotFound", _message(exc)) from None
+            raise RuntimeFailure("NotFound", docker_message(exc)) from None
         tty = bool((details.get("Config") or {}).get("Tty"))
         async with self._d._query(f"containers/{container_id}/logs", params=params, timeout=None) as response:  # noqa: SLF001
             if tty:
