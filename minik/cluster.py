@@ -154,9 +154,16 @@ class ClusterSettings:
         return self.data_dir / "state.db"
 
 
+def _quiet(_line: str) -> None:
+    return None
+
+
 class Cluster:
-    def __init__(self, settings: ClusterSettings) -> None:
+    def __init__(self, settings: ClusterSettings, progress: Callable[[str], None] = _quiet) -> None:
+        """``progress`` hears one line for people per start-up step (the store, the listener, each component);
+        the log has the same steps for machines."""
         self.settings = settings
+        self.progress = progress
         self.store: Store | None = None
         self.api: ApiServer | None = None
         self._runner: web.ServerRunner | None = None
@@ -181,6 +188,7 @@ class Cluster:
         s.data_dir.mkdir(parents=True, exist_ok=True)
         sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_INTERVAL_SECONDS))
         self.store = await Store.open(StoreSettings(path=s.db_path, synchronous=s.synchronous, **s.store))  # type: ignore[arg-type]
+        self.progress(f"store {s.db_path} open at revision {self.store.revision}")
         try:
             self.join_token = ensure_token(s.data_dir)
             self.api = ApiServer(self.store, REGISTRY, ApiSettings(address=f"{s.bind}:{s.port}",
@@ -197,6 +205,7 @@ class Cluster:
             if sockets:
                 self.port = int(sockets[0][1])
             await self.api.publish_master_service(self.host, self.port)
+            self.progress(f"API server listening on {self.url}")
             await self._start_components()
         except BaseException:
             await self.stop()
@@ -215,6 +224,7 @@ class Cluster:
             await component.start()
             self.components[name] = component
             log.info("component started", component=name)
+            self.progress(f"{name} started")
 
     async def _stop_components(self) -> None:
         """Stop the components in reverse start order, while the API they talk to is still up."""

@@ -117,7 +117,7 @@ async def _serve(settings: ClusterSettings, instance: Instance, update_kubeconfi
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    cluster = Cluster(settings)
+    cluster = Cluster(settings, progress=lambda line: click.echo(f"minik: {line}"))
     click.echo(f"minik: starting cluster {settings.name!r} (data in {settings.data_dir})")
     try:
         await cluster.start()
