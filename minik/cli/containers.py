@@ -20,7 +20,8 @@ import click
 
 from minik.api import remotecommand as rc
 from minik.api.podcontainers import default_container
-from minik.cli.common import Session, fail, namespace_option, target_options
+from minik.api.selectors import selector_from_dict, selector_from_set
+from minik.cli.common import Session, fail, kind_label, namespace_option, resolve_kind, target_options
 from minik.client import Client
 
 Obj = dict[str, Any]
@@ -35,6 +36,39 @@ def parse_duration(text: str) -> int:
     if not text or "".join(f"{n}{u}" for n, u in parts) != text:
         raise click.BadParameter(f'invalid duration "{text}": use e.g. 30s, 5m or 1h30m')
     return max(1, round(sum(int(n) * _UNITS[u] for n, u in parts)))
+
+
+def _pod_rank(pod: Obj) -> tuple[int, int, int, str]:
+    """Which of a workload's pods `logs`/`exec` pick first, as kubectl does: scheduled, running and ready pods
+    before the others, then the oldest."""
+    status = pod.get("status") or {}
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+    return (0 if (pod.get("spec") or {}).get("nodeName") else 1, 0 if status.get("phase") == "Running" else 1,
+            0 if ready else 1, (pod.get("metadata") or {}).get("creationTimestamp") or "")
+
+
+async def resolve_pod(client: Client, target: str, namespace: str) -> Obj:
+    """The pod a user named: ``NAME`` or ``pod/NAME``, or ``KIND/NAME`` of a workload or Service (deploy/web),
+    which picks one of the pods its selector matches, telling which on stderr when there are several."""
+    kind, sep, name = target.partition("/")
+    if not sep:
+        return await client.get("pods", target, namespace)
+    resource = resolve_kind(kind)
+    if resource.plural == "pods":
+        return await client.get("pods", name, namespace)
+    owner = await client.get(resource.plural, name, namespace)
+    raw = (owner.get("spec") or {}).get("selector")
+    if not isinstance(raw, dict) or not raw:
+        raise fail(f"cannot find the pods of {kind_label(resource)}/{name}: it has no selector")
+    selector = selector_from_dict(raw) if ("matchLabels" in raw or "matchExpressions" in raw) else \
+        selector_from_set(raw)
+    pods = (await client.list("pods", namespace, label_selector=str(selector)))["items"]
+    if not pods:
+        raise fail(f"no pods found for {kind_label(resource)}/{name}")
+    pods.sort(key=_pod_rank)
+    if len(pods) > 1:
+        click.echo(f"Found {len(pods)} pods, using pod/{pods[0]['metadata']['name']}", err=True)
+    return pods[0]
 
 
 def _pick_container(pod: Obj, given: str | None) -> str | None:
@@ -64,15 +98,16 @@ def _pick_container(pod: Obj, given: str | None) -> str | None:
 @target_options
 def logs(pod: str, container: str | None, follow: bool, tail: int, since: str | None, timestamps: bool,
          previous: bool, limit_bytes: int | None, namespace: str | None) -> None:
-    """Print a container's output (`kubectl logs`)."""
+    """Print a container's output (`kubectl logs`). POD is a pod's name, or TYPE/NAME of a workload or Service
+    (deploy/web), which picks one of its pods."""
     session = Session.current()
     since_seconds = parse_duration(since) if since else None
 
     async def main() -> None:
         async with session.client() as client:
             ns = session.namespace(namespace)
-            obj = await client.get("pods", pod, ns)
-            response = await client.logs(pod, ns, container=_pick_container(obj, container), follow=follow,
+            obj = await resolve_pod(client, pod, ns)
+            response = await client.logs(obj["metadata"]["name"], ns, container=_pick_container(obj, container), follow=follow,
                                          tail_lines=tail if tail >= 0 else None, since_seconds=since_seconds,
                                          timestamps=timestamps, previous=previous, limit_bytes=limit_bytes)
             out = sys.stdout.buffer
@@ -197,7 +232,7 @@ def exec_command(pod: str, command: tuple[str, ...], container: str | None, stdi
     async def main() -> int:
         async with session.client() as client:
             ns = session.namespace(namespace)
-            obj = await client.get("pods", pod, ns)
+            obj = await resolve_pod(client, pod, ns)
             phase = (obj.get("status") or {}).get("phase")
             if phase in ("Succeeded", "Failed"):
                 raise fail(f"cannot exec into a container in a completed pod; current phase is {phase}")

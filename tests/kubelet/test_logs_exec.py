@@ -169,6 +169,16 @@ async def test_minik_logs_and_exec_work_as_kubectl_does(node: DockerNode) -> Non
         await asyncio.sleep(0.2)
     assert result == (0, "one\ntwo\n", 'Defaulted container "app" out of: app, side\n')
     assert await _minik(server, "logs", "pair", "-c", "side", "--tail", "1") == (0, "beside\n", "")
+    assert await _minik(server, "logs", "pod/pair", "-c", "side") == (0, "beside\n", "")
+    pod = await node.client.get("pods", "pair", "default")
+    pod["metadata"]["labels"] = {"app": "pair"}
+    await node.client.update("pods", pod, "default")
+    await node.client.create("services", {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "pairs"},
+                                          "spec": {"selector": {"app": "pair"}, "ports": [{"port": 80}]}},
+                             namespace="default")
+    assert await _minik(server, "logs", "svc/pairs", "-c", "side") == (0, "beside\n", "")
+    assert await _minik(server, "exec", "service/pairs", "-c", "side", "--", "echo", "via the service") == \
+        (0, "via the service\n", "")
     code, out, err = await _minik(server, "exec", "-i", "pair", "-c", "side", "--", "sh", "-c",
                                   "cat; echo bad >&2; exit 4", stdin=b"piped in\n")
     assert (code, out) == (4, "piped in\n") and err == "bad\ncommand terminated with exit code 4\n"
