@@ -62,7 +62,8 @@ def matching_tolerations(taints: Iterable[Mapping[str, Any]], tolerations: Itera
     return True, used
 
 
-def _requirement_matches(requirement: Mapping[str, Any], value: str | None) -> bool:
+def requirement_matches(requirement: Mapping[str, Any], value: str | None) -> bool:
+    """A NodeSelectorRequirement (In, NotIn, Exists, DoesNotExist, Gt, Lt) against a label's value (None: absent)."""
     operator = requirement.get("operator")
     values = requirement.get("values") or []
     if operator == "In":
@@ -93,9 +94,9 @@ def node_selector_term_matches(term: Mapping[str, Any], node: Mapping[str, Any])
         return False
     meta = node.get("metadata") or {}
     labels = meta.get("labels") or {}
-    if not all(_requirement_matches(e, labels.get(e.get("key", ""))) for e in expressions):
+    if not all(requirement_matches(e, labels.get(e.get("key", ""))) for e in expressions):
         return False
-    return all(e.get("key") == "metadata.name" and _requirement_matches(e, meta.get("name")) for e in fields)
+    return all(e.get("key") == "metadata.name" and requirement_matches(e, meta.get("name")) for e in fields)
 
 
 def required_node_affinity_matches(pod_spec: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
