@@ -24,6 +24,7 @@ from aiohttp import WSMsgType, web
 from minik.aio import start_task, stop_task
 from minik.api import remotecommand as rc
 from minik.api.errors import StatusError, bad_request, not_found
+from minik.api.params import non_negative_int
 from minik.api.podcontainers import resolve_container, waiting_reason
 from minik.kubelet.runtimes.base import ContainerInfo, ExecSession, PodRecord, Runtime, RuntimeFailure
 
@@ -63,19 +64,6 @@ def _status(error: StatusError) -> web.Response:
 
 def _flag(request: web.Request, name: str) -> bool:
     return request.query.get(name, "").lower() in ("true", "1")
-
-
-def _int(request: web.Request, name: str) -> int | None:
-    value = request.query.get(name)
-    if value in (None, ""):
-        return None
-    try:
-        number = int(value)
-    except ValueError:
-        raise bad_request(f"{name}: Invalid value: {value!r}: must be an integer") from None
-    if number < 0:
-        raise bad_request(f"{name}: Invalid value: {number}: must be greater than or equal to 0")
-    return number
 
 
 class KubeletServer:
@@ -151,7 +139,8 @@ class KubeletServer:
                 raise bad_request(f'previous terminated container "{container}" in pod "{pod_name}" not found')
             raise bad_request(f'container "{container}" in pod "{pod_name}" is waiting to start: '
                               f"{waiting_reason(pod, container)}")
-        tail, since, limit = _int(request, "tailLines"), _int(request, "sinceSeconds"), _int(request, "limitBytes")
+        tail, since, limit = (non_negative_int(request.query, name)
+                              for name in ("tailLines", "sinceSeconds", "limitBytes"))
         follow = _flag(request, "follow") and not previous
         try:
             chunks = self.runtime.logs(info.id, follow=follow, tail_lines=tail, since_seconds=since,
