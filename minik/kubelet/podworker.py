@@ -74,6 +74,8 @@ class PodState:
     written: Obj | None = None
     busy: asyncio.Task[None] | None = None
     """a long operation in progress (termination, a probe kill): syncs wait for it"""
+    acted: bool = False
+    """whether this sync started, restarted or removed anything (then the runtime is read again)"""
     terminated: bool = False
 
 
@@ -139,8 +141,10 @@ class PodWorkers:
             await self.prober.forget(uid)
             await self._stop_running(record)
             return None
+        state.acted = False
         requeue = await self._converge(pod, record, state)
-        record = await self.runtime.pod(uid)
+        if state.acted or record is None:
+            record = await self.runtime.pod(uid)
         probes = await self.prober.sync(pod, record)
         if probes.failed and record is not None:
             state.busy = start_task(self._kill_unhealthy(pod, record, probes.failed), f"probe kill {uid}")
@@ -179,15 +183,16 @@ class PodWorkers:
         spec = pod.get("spec") or {}
         policy = spec.get("restartPolicy") or "Always"
         if record is None or record.sandbox is None or not record.sandbox.running:
+            state.acted = True
             if record is not None and record.containers:
                 await self.runtime.remove_pod(uid, 0)  # the sandbox died: start the pod over, as Kubernetes does
             try:
-                await self.runtime.run_sandbox(pod)
+                sandbox = await self.runtime.run_sandbox(pod)
             except RuntimeFailure as exc:
                 state.waiting = {c["name"]: (exc.reason, exc.message) for c in spec.get("containers") or []}
                 return self.settings.backoff_initial_seconds
-            record = await self.runtime.pod(uid)
-            assert record is not None and record.sandbox is not None
+            meta = pod["metadata"]
+            record = PodRecord(uid, meta.get("namespace", ""), meta["name"], spec.get("nodeName", ""), sandbox)
         sandbox = record.sandbox
         for container in spec.get("initContainers") or []:
             latest = record.latest(container["name"])
@@ -249,6 +254,7 @@ class PodWorkers:
             state.waiting[name] = ("ImagePullBackOff", f'Back-off pulling image "{image}"')
             return pulling.delay - (now - pulling.since)
         began = time.monotonic()
+        state.acted = True
         try:
             pulled = await self.runtime.ensure_image(image, pull_policy(container))
         except RuntimeFailure as exc:

@@ -181,7 +181,8 @@ class Runtime(Protocol):
 
 
 async def exec_sync(runtime: Runtime, container_id: str, command: list[str], timeout: float) -> tuple[int, bytes]:
-    """Run ``command`` in the container to its end: (exit code, stdout and stderr together). TimeoutError past
+    """Run ``command`` in the container to its end: (exit code, stdout and stderr together; 1 when the runtime
+    cannot tell the code). TimeoutError past
     ``timeout`` seconds (the command may run on inside the container, as it does under Kubernetes)."""
     session = await runtime.exec(container_id, command)
     output = bytearray()
@@ -193,4 +194,4 @@ async def exec_sync(runtime: Runtime, container_id: str, command: list[str], tim
             code = await session.exit_code()
     finally:
         await session.close()
-    return (code if code is not None else 0), bytes(output)
+    return (code if code is not None else 1), bytes(output)  # an exit code nobody can tell is no success

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import aiodocker
 import structlog
+from aiodocker.containers import DockerContainer
 
 from minik.aio import Backoff, start_task, stop_task
 from minik.api.quantity import parse_quantity
@@ -64,6 +65,7 @@ class DockerRuntime:
         self._on_change: OnChange = lambda uid: None
         self._events: asyncio.Task[None] | None = None
         self._inspected: dict[str, tuple[str, Obj]] = {}  # id -> (state it was inspected in, inspect output)
+        self._pause_ready = False  # checked once, not at every sandbox
         self._pause_lock = asyncio.Lock()
         self.dns: ClusterDns | None = None
         """Gives each pod's sandbox its resolver configuration (minik.kubelet.dns); None: Docker's default."""
@@ -91,7 +93,8 @@ class DockerRuntime:
     async def _watch_events(self) -> None:
         backoff = Backoff(initial=0.2, maximum=5.0)
         filters = json.dumps({"type": ["container"], "label": [f"{KUBELET}={self.kubelet_id}"],
-                              "event": ["start", "die", "oom", "destroy"]})
+                              # no "start": the kubelet starts its containers itself and knows it did
+                              "event": ["die", "oom", "destroy"]})
         while True:
             try:
                 async with self._d._query("events", params={"filters": filters}, timeout=None) as response:  # noqa: SLF001
@@ -120,8 +123,8 @@ class DockerRuntime:
     async def _inspect(self, summary: Obj) -> Obj:
         cid, state = summary["Id"], summary.get("State", "")
         cached = self._inspected.get(cid)
-        if cached is not None and (cached[0] == state or state == "running"):
-            return cached[1]  # a running container changes only with an event, which drops it from the cache
+        if cached is not None and cached[0] == state:
+            return cached[1]  # unchanged since: a container that dies or goes away drops out with its event
         try:
             details = await self._d._query_json(f"containers/{cid}/json")  # noqa: SLF001
         except aiodocker.DockerError:
@@ -201,8 +204,11 @@ class DockerRuntime:
         return True
 
     async def _ensure_pause(self) -> None:
+        if self._pause_ready:
+            return
         async with self._pause_lock:
-            if await self._present(self.pause_image):
+            self._pause_ready = await self._present(self.pause_image)
+            if self._pause_ready:
                 return
             try:
                 await self._d.images.pull(self.pause_image)
@@ -212,6 +218,7 @@ class DockerRuntime:
                     await build_pause(self._d)
                 except (aiodocker.DockerError, OSError) as exc:
                     raise RuntimeFailure("CreatePodSandboxError", f"no pause image {self.pause_image}: {exc}") from None
+            self._pause_ready = True
 
     # -- running ----------------------------------------------------------------------------------------------
     def _labels(self, pod: Obj, container: str, attempt: int, init: bool = False) -> dict[str, str]:
@@ -225,6 +232,21 @@ class DockerRuntime:
         meta = pod["metadata"]
         return f"minik_{container}_{meta['name']}_{meta.get('namespace', '')}_{meta['uid']}_{attempt}"
 
+    async def _next_sandbox_attempt(self, pod: Obj) -> int:
+        """0 for a pod's first sandbox, found with one look by name rather than a list of every container; when
+        older sandboxes exist (one died, or a kubelet stopped half-way) they are removed and the next number is
+        taken."""
+        try:
+            await self._d._query_json(f"containers/{self._container_name(pod, SANDBOX, 0)}/json")  # noqa: SLF001
+        except aiodocker.DockerError as exc:
+            if exc.status == 404:
+                return 0
+            raise RuntimeFailure("CreatePodSandboxError", docker_message(exc)) from None
+        previous = await self._list(f"{UID}={pod['metadata']['uid']}", f"{CONTAINER}={SANDBOX}")
+        for summary in previous:
+            await self._remove(summary["Id"])
+        return max((int((s.get("Labels") or {}).get(ATTEMPT, "0")) for s in previous), default=0) + 1
+
     async def run_sandbox(self, pod: Obj) -> SandboxInfo:
         await self._ensure_pause()
         spec = pod.get("spec") or {}
@@ -236,18 +258,18 @@ class DockerRuntime:
                     key = f"{port['containerPort']}/{str(port.get('protocol') or 'TCP').lower()}"
                     exposed[key] = {}
                     bindings[key] = [{"HostIp": port.get("hostIP") or "", "HostPort": str(port["hostPort"])}]
-        previous = await self._list(f"{UID}={pod['metadata']['uid']}", f"{CONTAINER}={SANDBOX}")
-        attempt = max((int((s.get("Labels") or {}).get(ATTEMPT, "0")) for s in previous), default=-1) + 1
-        for summary in previous:
-            await self._remove(summary["Id"])
+        attempt = await self._next_sandbox_attempt(pod)
         config = {"Image": self.pause_image, "Hostname": pod["metadata"]["name"][:63],
                   "Labels": self._labels(pod, SANDBOX, attempt), "ExposedPorts": exposed,
                   "HostConfig": {"PortBindings": bindings, "IpcMode": "shareable", **await self._dns_config(pod)}}
         try:
             container = await self._d.containers.create(config, name=self._container_name(pod, SANDBOX, attempt))
             await container.start()
+            self._inspected.pop(container.id, None)
             details = await container.show()
         except aiodocker.DockerError as exc:
+            if exc.status == 404:
+                self._pause_ready = False  # the image went away: look again next time
             raise RuntimeFailure("CreatePodSandboxError", docker_message(exc)) from None
         return SandboxInfo(container.id, str(details["NetworkSettings"].get("IPAddress") or ""), True)
 
@@ -279,19 +301,29 @@ class DockerRuntime:
             create["WorkingDir"] = config.working_dir
         name = self._container_name(pod, config.name, attempt)
         try:
-            existing = await self._list(f"{UID}={pod['metadata']['uid']}", f"{CONTAINER}={config.name}",
-                                        f"{ATTEMPT}={attempt}")
-            for summary in existing:  # a half-made attempt (a kubelet stopped between create and start)
-                await self._remove(summary["Id"])
-            container = await self._d.containers.create(create, name=name)
+            container = await self._create_named(create, name)
         except aiodocker.DockerError as exc:
             raise RuntimeFailure("CreateContainerError", docker_message(exc)) from None
         try:
             await container.start()
         except aiodocker.DockerError as exc:
             raise RuntimeFailure("RunContainerError", docker_message(exc)) from None
-        await self._prune(pod["metadata"]["uid"], config.name, attempt)
+        finally:
+            self._inspected.pop(container.id, None)
+        if attempt >= 2:
+            await self._prune(pod["metadata"]["uid"], config.name, attempt)
         return str(container.id)
+
+    async def _create_named(self, config: Obj, name: str) -> DockerContainer:
+        """Create a container; one of that name already there is a half-made attempt (a kubelet stopped between
+        create and start): it is removed and the create tried again."""
+        try:
+            return await self._d.containers.create(config, name=name)
+        except aiodocker.DockerError as exc:
+            if exc.status != 409:
+                raise
+        await self._remove(name)
+        return await self._d.containers.create(config, name=name)
 
     async def _prune(self, uid: str, name: str, attempt: int) -> None:
         """Keep the newest two attempts of a container (the current one and the previous, for logs --previous)."""
