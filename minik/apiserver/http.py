@@ -7,6 +7,8 @@ encoding and end when the client goes away or the server shuts down.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from aiohttp import web
@@ -14,84 +16,101 @@ from aiohttp import web
 from minik.api.errors import StatusError
 from minik.apiserver.codec import MAX_BODY_BYTES
 from minik.apiserver.request import ApiRequest, ApiResponse, User
-from minik.apiserver.server import ApiServer
+
+if TYPE_CHECKING:
+    from minik.apiserver.server import ApiServer
 
 log = structlog.get_logger("minik.apiserver.http")
 
-API_SERVER: web.AppKey[ApiServer] = web.AppKey("api_server", ApiServer)
-#: the user every request of this listener is, without authentication (only the opt-in plain-HTTP loopback
-#: listener has one; None: authenticate each request)
-LISTENER_USER: web.AppKey[User | None] = web.AppKey("listener_user", object)  # type: ignore[arg-type]
+#: aiohttp's handler arguments for every API listener: kubectl's headers can be long
+HANDLER_ARGS = {"max_field_size": 16 * 1024}
 
 _BODY_TIMEOUT = StatusError(408, "Timeout", "the request body was not received in time")
 _TOO_LARGE = StatusError(413, "RequestEntityTooLarge", f"the request body is too large (limit {MAX_BODY_BYTES} bytes)")
 
 
-async def _read_body(request: web.Request) -> bytes | None:
+def limited_request(message: Any, payload: Any, protocol: Any, writer: Any, task: Any) -> web.BaseRequest:
+    """aiohttp's request with the API's body limit (the low-level server's default is 1 MiB)."""
+    return web.BaseRequest(message, payload, protocol, writer, task, asyncio.get_running_loop(),
+                           client_max_size=MAX_BODY_BYTES)
+
+
+async def read_body(request: web.BaseRequest, timeout_seconds: float | None = None) -> bytes | None:
     """The body, or None when it is over the limit (checked on Content-Length before reading, and by aiohttp's
-    client_max_size while reading a chunked body)."""
+    client_max_size while reading a chunked body). TimeoutError when it takes over ``timeout_seconds``."""
     length = request.content_length
     if length is not None and length > MAX_BODY_BYTES:
         return None
     if not request.body_exists:
         return b""
     try:
-        async with asyncio.timeout(request.app[API_SERVER].settings.limits.body_timeout_seconds):
+        async with asyncio.timeout(timeout_seconds):
             return await request.read()
     except web.HTTPRequestEntityTooLarge:
         return None
 
 
-def _respond(response: ApiResponse) -> web.Response:
+def respond(response: ApiResponse) -> web.Response:
     headers = {"Content-Type": response.content_type}
     if response.headers:
         headers.update(response.headers)
     return web.Response(status=response.status, body=response.body, headers=headers)
 
 
-_NO_QUERY: dict[str, str] = {}
+def refused_body(error: StatusError = _TOO_LARGE) -> web.Response:
+    """413 for a body over the limit (408 for one too slow to arrive); the connection is closed, as the rest of
+    the body is not read."""
+    response = respond(ApiResponse.error(error))
+    response.force_close()
+    return response
 
 
-async def handle(request: web.Request) -> web.StreamResponse:
-    api = request.app[API_SERVER]
+async def stream(request: web.BaseRequest, status: int, content_type: str,
+                 chunks: AsyncIterator[bytes]) -> web.StreamResponse:
+    """Send ``chunks`` as a chunked response until they end or the client goes away; ``chunks`` is closed (its
+    ``aclose``) either way, so whatever feeds it (a watcher) is released."""
+    response = web.StreamResponse(status=status, headers={"Content-Type": content_type,
+                                                          "Cache-Control": "no-cache, private"})
+    response.enable_chunked_encoding()
     try:
-        body = await _read_body(request)
-    except TimeoutError:  # a body that trickles in too slowly: answer, and drop the connection
-        response = _respond(ApiResponse.error(_BODY_TIMEOUT))
-        response.force_close()
-        return response
-    if body is None:
-        response = _respond(ApiResponse.error(_TOO_LARGE))
-        response.force_close()
-        return response
-    query = request.query if request.query_string else _NO_QUERY
-    result = await api.handle(ApiRequest(request.method, request.path, query, request.headers, body,
-                                         request.remote, request.app[LISTENER_USER]))
-    if result.stream is None:
-        return _respond(result)
-    stream = web.StreamResponse(status=result.status, headers={"Content-Type": result.content_type,
-                                                              "Cache-Control": "no-cache, private"})
-    stream.enable_chunked_encoding()
-    lines = result.stream
-    try:
-        await stream.prepare(request)
-        async for chunk in lines:
-            await stream.write(chunk)
-        await stream.write_eof()
+        await response.prepare(request)
+        async for chunk in chunks:
+            await response.write(chunk)
+        await response.write_eof()
     except ConnectionResetError:
         pass  # the client went away; its watcher is closed below
     finally:
-        aclose = getattr(lines, "aclose", None)
+        aclose = getattr(chunks, "aclose", None)
         if aclose is not None:
             await aclose()
-    return stream
+    return response
 
 
-def build_app(api: ApiServer, *, user: User | None = None) -> web.Application:
-    """The aiohttp app in front of ``api``. ``user``: treat every request as this user, unauthenticated (for the
-    plain-HTTP loopback listener a cluster opens only when asked)."""
-    app = web.Application(client_max_size=MAX_BODY_BYTES, handler_args={"max_field_size": 16 * 1024})
-    app[API_SERVER] = api
-    app[LISTENER_USER] = user
-    app.router.add_route("*", "/{tail:.*}", handle)
-    return app
+_NO_QUERY: dict[str, str] = {}
+
+
+def build_server(api: "ApiServer", *, user: User | None = None) -> web.Server:
+    """aiohttp's low-level server with one handler for every path: the API server routes requests itself, so
+    aiohttp's application, router and middleware would be work for nothing. ``user``: treat every request as this
+    user, unauthenticated (for the plain-HTTP loopback listener a cluster opens only when asked); None:
+    authenticate each request."""
+    limits = api.settings.limits
+
+    async def handle(request: web.BaseRequest) -> web.StreamResponse:
+        try:
+            body = await read_body(request, limits.body_timeout_seconds)
+        except TimeoutError:  # a body that trickles in too slowly: answer, and drop the connection
+            return refused_body(_BODY_TIMEOUT)
+        if body is None:
+            return refused_body()
+        query = request.query if request.query_string else _NO_QUERY
+        result = await api.handle(ApiRequest(request.method, request.path, query, request.headers, body,
+                                             request.remote, user))
+        if result.upgrade is not None:  # exec: the WebSocket relayed to the node's kubelet
+            return await result.upgrade(request)  # type: ignore[no-any-return]
+        if result.stream is None:
+            return respond(result)
+        return await stream(request, result.status, result.content_type, result.stream)
+
+    return web.Server(handle, request_factory=limited_request, access_log=None, **HANDLER_ARGS,
+                      **limits.server_args())

@@ -12,9 +12,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from minik.scheduler.framework import (BatchFilterPlugin, BatchScorePlugin, Code, CycleState, FilterPlugin,
-                                       NodeInfo, NodeList, NormalizePlugin, PodInfo, PreFilterPlugin,
-                                       PreScorePlugin, ScorePlugin, Status)
+from minik.scheduler.framework import (BatchFilterPlugin, BatchScorePlugin, ClusterView, Code, CycleState,
+                                       FilterPlugin, NodeInfo, NodeList, NormalizePlugin, PodInfo,
+                                       PreFilterExtensions, PreFilterPlugin, PreScorePlugin, ScorePlugin, Status)
 from minik.scheduler.plugins.registry import Profile
 
 NO_NODES_MESSAGE = "no nodes available to schedule pods"
@@ -56,12 +56,14 @@ class Diagnosis:
             return NO_NODES_MESSAGE
         text = f"0/{self.num_all_nodes} nodes are available:"
         if self.pre_filter is not None and self.pre_filter.message:
+            # a pre-filter's failure stands for every node: say it once, not once per node
             text += f" {self.pre_filter.message}."
-        counts: Counter[str] = Counter()
-        for status in self.statuses.values():
-            counts.update(status.reasons)
-        if counts:
-            text += " " + ", ".join(sorted(f"{n} {reason}" for reason, n in counts.items())) + "."
+        else:
+            counts: Counter[str] = Counter()
+            for status in self.statuses.values():
+                counts.update(status.reasons)
+            if counts:
+                text += " " + ", ".join(sorted(f"{n} {reason}" for reason, n in counts.items())) + "."
         if self.post_filter_message:
             text += f" {self.post_filter_message}."
         return text
@@ -102,8 +104,9 @@ class Algorithm:
     """A profile's plugins sorted by extension point, and the state that spans cycles (the rotating start)."""
 
     def __init__(self, profile: Profile, percentage_of_nodes_to_score: int = 0,
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None, cluster: ClusterView | None = None) -> None:
         plugins = profile.plugins
+        self.cluster = cluster
         self.pre_filters = [p for p in plugins if isinstance(p, PreFilterPlugin)]
         self.filters = [p for p in plugins if isinstance(p, FilterPlugin)]
         self.pre_scores = [p for p in plugins if isinstance(p, PreScorePlugin)]
@@ -113,9 +116,13 @@ class Algorithm:
         self._batch_filters = {p.name for p in self.filters if isinstance(p, BatchFilterPlugin)}
         self._batch_scores = {p.name for p in plugins if isinstance(p, BatchScorePlugin)}
         self._normalizers = {p.name for p in plugins if isinstance(p, NormalizePlugin)}
+        self._extensions = [p for p in self.pre_filters if isinstance(p, PreFilterExtensions)]
         self.percentage = percentage_of_nodes_to_score
         self.rng = rng or random.Random()
         self.next_start_node_index = 0
+
+    def new_state(self, nodes: NodeList) -> CycleState:
+        return CycleState(nodes, self.cluster)
 
     # -- filtering -----------------------------------------------------------------------------------------------
     def run_pre_filters(self, state: CycleState, pod: PodInfo) -> Status | None:
@@ -138,6 +145,42 @@ class Algorithm:
                 return status.with_plugin(name)
         return Status()
 
+    def add_pod(self, state: CycleState, pod: PodInfo, added: PodInfo, node: NodeInfo) -> None:
+        """``added`` now counts on ``node`` (a clone): bring the pre-filters' state up to date."""
+        for plugin in self._extensions:
+            if plugin.name not in state.skip_filters:
+                plugin.add_pod(state, pod, added, node)
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, removed: PodInfo, node: NodeInfo) -> None:
+        for plugin in self._extensions:
+            if plugin.name not in state.skip_filters:
+                plugin.remove_pod(state, pod, removed, node)
+
+    def with_nominated(self, state: CycleState, pod: PodInfo, node: NodeInfo,
+                       nominated: list[PodInfo]) -> tuple[CycleState, NodeInfo] | None:
+        """The state and a clone of ``node`` with the pods nominated to it that are at least as important as
+        ``pod`` counted on it; None when there are none."""
+        added = [p for p in nominated if p.priority >= pod.priority and p.key != pod.key]
+        if not added:
+            return None
+        state, node = state.clone(), node.clone()
+        for other in added:
+            node.add_pod(other)
+            self.add_pod(state, pod, other, node)
+        return state, node
+
+    def run_filters_with_nominated(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        """As kube-scheduler: the pod must fit both with the nominated pods of the node counted and without them
+        (their presence may matter to affinity either way)."""
+        status = self.run_filters(state, pod, node)
+        if not status.ok:
+            return status
+        nominated = state.nodes.nominated(node.name)
+        trial = self.with_nominated(state, pod, node, nominated) if nominated else None
+        if trial is None:
+            return status
+        return self.run_filters(trial[0], pod, trial[1])
+
     def find_feasible(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
                       diagnosis: Diagnosis) -> list[NodeInfo]:
         """Filter nodes in order from the rotating start until enough are feasible. Nodes go through in chunks of
@@ -151,6 +194,7 @@ class Algorithm:
         start = self.next_start_node_index % total if total else 0
         order = _rotated(nodes, start)
         processed = 0
+        nominations = state.nodes.nominated_nodes()
         while processed < total and len(feasible) < want:
             chunk = order[processed:processed + want - len(feasible)]
             processed += len(chunk)
@@ -174,7 +218,17 @@ class Algorithm:
                     chunk = passed
                 if not chunk:
                     break
-            feasible.extend(chunk)
+            if not nominations:
+                feasible.extend(chunk)
+                continue
+            for node in chunk:
+                if node.name in nominations:
+                    trial = self.with_nominated(state, pod, node, state.nodes.nominated(node.name))
+                    status = self.run_filters(trial[0], pod, trial[1]) if trial is not None else Status()
+                    if not status.ok:
+                        statuses[node.name] = status
+                        continue
+                feasible.append(node)
         if total:
             self.next_start_node_index = (start + processed) % total
         return feasible
@@ -196,7 +250,7 @@ class Algorithm:
                 run = plugin.score
                 scores = [run(state, pod, node) for node in nodes]
             if plugin.name in self._normalizers:
-                plugin.normalize(state, pod, scores)  # type: ignore[attr-defined]
+                plugin.normalize(state, pod, nodes, scores)  # type: ignore[attr-defined]
             if breakdown is not None:
                 breakdown[plugin.name] = [s * weight for s in scores]
             if weight == 1:
@@ -212,19 +266,24 @@ class Algorithm:
         return nodes[ties[0] if len(ties) == 1 else self.rng.choice(ties)]
 
     # -- one decision --------------------------------------------------------------------------------------------
-    def schedule(self, pod: PodInfo, node_list: NodeList) -> ScheduleResult:
-        """The node for the pod, or FitError with the diagnosis. Runs without awaiting: one consistent view."""
+    def schedule(self, pod: PodInfo, node_list: NodeList, nominated_node: str | None = None) -> ScheduleResult:
+        """The node for the pod, or FitError with the diagnosis. Runs without awaiting: one consistent view.
+        A pod that preemption nominated to a node goes there if it fits now, before any other node is tried."""
         nodes = node_list.all()
         diagnosis = Diagnosis(len(nodes))
         if not nodes:
             raise FitError(pod, diagnosis)
-        state = CycleState(node_list)
+        state = self.new_state(node_list)
         failed = self.run_pre_filters(state, pod)
         if failed is not None:
             diagnosis.pre_filter = failed
             for node in nodes:
                 diagnosis.statuses[node.name] = failed
             raise FitError(pod, diagnosis)
+        nominated = node_list.get(nominated_node or pod.nominated_node) \
+            if nominated_node or pod.nominated_node else None
+        if nominated is not None and self.run_filters_with_nominated(state, pod, nominated).ok:
+            return ScheduleResult(nominated.name, 1, 1)
         feasible = self.find_feasible(state, pod, nodes, diagnosis)
         if not feasible:
             raise FitError(pod, diagnosis)
@@ -237,13 +296,13 @@ class Algorithm:
     def explain(self, pod: PodInfo, node_list: NodeList) -> Explanation:
         """Every node's verdict (no sampling): the first filter that rejects it, or its scores."""
         nodes = node_list.all()
-        state = CycleState(node_list)
+        state = self.new_state(node_list)
         diagnosis = Diagnosis(len(nodes))
         failed = self.run_pre_filters(state, pod)
         explained: list[NodeExplanation] = []
         feasible: list[NodeInfo] = []
         for node in nodes:
-            status = failed if failed is not None else self.run_filters(state, pod, node)
+            status = failed if failed is not None else self.run_filters_with_nominated(state, pod, node)
             explained.append(NodeExplanation(node.name, status))
             if status.ok:
                 feasible.append(node)

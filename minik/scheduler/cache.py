@@ -4,9 +4,14 @@ seen bound) so that the next decision already sees their requests.
 A pod is counted on one node at most. When the informer reports an assumed pod bound, the assumption is
 confirmed; when its bind fails, ``forget`` takes it back. A pod may name a node the cache has not seen yet: its
 NodeInfo exists (to hold the pod) but is not offered for scheduling until the node arrives.
+
+The cache also keeps which nodes run pods with inter-pod affinity terms (so that plugin looks at those only) and
+the pending pods preemption nominated to each node (so that other pods leave them room).
 """
 
 from __future__ import annotations
+
+from collections.abc import Collection
 
 from minik.scheduler.framework import NodeInfo, PodInfo
 
@@ -17,6 +22,10 @@ class Cache:
         self._listed: list[NodeInfo] | None = None
         self._pod_nodes: dict[str, str] = {}
         self.assumed: set[str] = set()
+        self._affinity: dict[str, NodeInfo] = {}
+        self._anti_affinity: dict[str, NodeInfo] = {}
+        self._nominated: dict[str, dict[str, PodInfo]] = {}
+        self._nominated_node: dict[str, str] = {}
 
     # -- the NodeList a cycle reads --------------------------------------------------------------------------------
     def all(self) -> list[NodeInfo]:
@@ -31,6 +40,37 @@ class Cache:
 
     def __len__(self) -> int:
         return len(self.all())
+
+    def with_affinity_pods(self) -> list[NodeInfo]:
+        return [i for i in self._affinity.values() if i.node]
+
+    def with_required_anti_affinity_pods(self) -> list[NodeInfo]:
+        return [i for i in self._anti_affinity.values() if i.node]
+
+    def nominated(self, node: str) -> list[PodInfo]:
+        pods = self._nominated.get(node)
+        return list(pods.values()) if pods else []
+
+    def nominated_nodes(self) -> Collection[str]:
+        return self._nominated.keys()
+
+    # -- nominations ----------------------------------------------------------------------------------------------
+    def nominate(self, pod: PodInfo, node: str) -> None:
+        """``pod`` (pending) is to run on ``node`` once preemption's victims are gone."""
+        self.clear_nomination(pod.key)
+        self._nominated.setdefault(node, {})[pod.key] = pod
+        self._nominated_node[pod.key] = node
+
+    def clear_nomination(self, key: str) -> None:
+        node = self._nominated_node.pop(key, None)
+        if node is not None:
+            pods = self._nominated[node]
+            pods.pop(key, None)
+            if not pods:
+                del self._nominated[node]
+
+    def nominated_node_of(self, key: str) -> str | None:
+        return self._nominated_node.get(key)
 
     # -- nodes ----------------------------------------------------------------------------------------------------
     def set_node(self, node: dict) -> NodeInfo:
@@ -69,6 +109,8 @@ class Cache:
             info = self._infos[node_name] = NodeInfo(name=node_name)
         info.add_pod(pod)
         self._pod_nodes[pod.key] = node_name
+        if pod.has_affinity_terms:
+            self._track_affinity(info)
 
     def assume(self, pod: PodInfo, node_name: str) -> None:
         """Count the pod on the node at once (the scheduling cycle's decision), before the bind is written."""
@@ -98,9 +140,19 @@ class Cache:
         if info is None:
             return None
         removed = info.remove_pod(key)
+        if removed is not None and removed.has_affinity_terms:
+            self._track_affinity(info)
         if not info.node and not info.pods:
             del self._infos[node_name]
         return removed
+
+    def _track_affinity(self, info: NodeInfo) -> None:
+        for index, pods in ((self._affinity, info.pods_with_affinity),
+                            (self._anti_affinity, info.pods_with_required_anti_affinity)):
+            if pods:
+                index[info.name] = info
+            else:
+                index.pop(info.name, None)
 
     def pod_count(self) -> int:
         return len(self._pod_nodes)

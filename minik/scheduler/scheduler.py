@@ -25,10 +25,11 @@ from minik.informers import Informer
 from minik.scheduler.algorithm import Algorithm, FitError
 from minik.scheduler.cache import Cache
 from minik.scheduler.framework import DEFAULT_SCHEDULER_NAME, PodInfo
+from minik.scheduler.objects import RESOURCES, ClusterObjects
 from minik.scheduler.plugins.registry import ProfileConfig, build_profile
 from minik.scheduler.preemption import Preemptor
-from minik.scheduler.queue import (ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE, QueuedPod,
-                                   QueueSettings, SchedulingQueue)
+from minik.scheduler.queue import (ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, ASSIGNED_POD_UPDATE, NODE_ADD,
+                                   NODE_UPDATE, QueuedPod, QueueSettings, SchedulingQueue)
 
 log = structlog.get_logger("minik.scheduler")
 
@@ -67,7 +68,9 @@ class Scheduler:
         self.settings = settings or SchedulerSettings()
         self.name = self.settings.name
         self.cache = Cache()
-        self.algorithm = Algorithm(build_profile(self.settings.profile), self.settings.percentage_of_nodes_to_score)
+        self.objects = ClusterObjects()
+        self.algorithm = Algorithm(build_profile(self.settings.profile), self.settings.percentage_of_nodes_to_score,
+                                   cluster=self.objects)
         self.queue: SchedulingQueue | None = None
         self.recorder = EventRecorder(client, self.name, max_pending=100_000)
         self.preemptor = Preemptor(self.algorithm, client, self.name, self.recorder)
@@ -75,18 +78,31 @@ class Scheduler:
         self.nodes = Informer(client, "nodes")
         self.pods.add_handlers(self._pod_added, self._pod_updated, self._pod_deleted)
         self.nodes.add_handlers(self._node_added, self._node_updated, self._node_deleted)
+        # namespaces (namespaceSelector), services and controllers (default spreading): kept in self.objects
+        self.others = [self._object_informer(resource) for resource in RESOURCES]
         self._loop: asyncio.Task[None] | None = None
         self._writes: set[asyncio.Task[None]] = set()
         self._log = log.bind(scheduler=self.name)
         self.scheduled = 0
         self.attempts = 0
 
+    def _object_informer(self, resource: str) -> Informer:
+        informer = Informer(self.client, resource)
+        objects = self.objects
+        informer.add_handlers(lambda obj: objects.set(resource, obj), lambda old, obj: objects.set(resource, obj),
+                              lambda obj: objects.delete(resource, obj))
+        return informer
+
     # -- lifecycle ------------------------------------------------------------------------------------------------
     async def start(self) -> None:
         self.queue = SchedulingQueue(self.settings.queue)
         await self.recorder.start()
+        for informer in self.others:
+            informer.start()
         self.nodes.start()
         self.pods.start()
+        for informer in self.others:
+            await informer.wait_for_sync()
         await self.nodes.wait_for_sync()
         await self.pods.wait_for_sync()
         self.queue.start()
@@ -101,6 +117,8 @@ class Scheduler:
         await self.preemptor.stop()
         await self.pods.stop()
         await self.nodes.stop()
+        for informer in self.others:
+            await informer.stop()
         if self.queue is not None:
             await self.queue.stop()
         await self.recorder.stop()
@@ -120,34 +138,51 @@ class Scheduler:
         if info.node_name:
             if not info.terminal:
                 self.cache.add_pod(info)
-                if info.has_affinity_terms and self.queue is not None:
+                if self.queue is not None:
                     self.queue.move_all(ASSIGNED_POD_ADD)
-        elif self._responsible(info) and self.queue is not None:
-            self.queue.add(info)
+        else:
+            self._track_nomination(info)
+            if self._responsible(info) and self.queue is not None:
+                self.queue.add(info)
 
     def _pod_updated(self, old: Obj, pod: Obj) -> None:
         info = PodInfo(pod)
         queue = self.queue
         if info.node_name:
+            self.cache.clear_nomination(info.key)
             if queue is not None:
                 queue.delete(info.key)
             if info.terminal:
                 if self.cache.remove_pod(info.key) is not None and queue is not None:
                     queue.move_all(ASSIGNED_POD_DELETE)
             else:
+                bound_now = not (old.get("spec") or {}).get("nodeName")
                 self.cache.add_pod(info)
-        elif queue is not None:
-            if self._responsible(info):
-                queue.update(info)
-            else:
-                queue.delete(info.key)
+                if queue is not None and (bound_now or (old.get("metadata") or {}).get("labels") != info.labels):
+                    queue.move_all(ASSIGNED_POD_ADD if bound_now else ASSIGNED_POD_UPDATE)
+        else:
+            self._track_nomination(info)
+            if queue is not None:
+                if self._responsible(info):
+                    queue.update(info)
+                else:
+                    queue.delete(info.key)
 
     def _pod_deleted(self, pod: Obj) -> None:
         info = PodInfo(pod)
+        self.cache.clear_nomination(info.key)
         if self.queue is not None:
             self.queue.delete(info.key)
         if self.cache.remove_pod(info.key) is not None and self.queue is not None:
             self.queue.move_all(ASSIGNED_POD_DELETE)
+
+    def _track_nomination(self, info: PodInfo) -> None:
+        """A pending pod's status.nominatedNodeName, as the cache's nominations (other pods leave it room)."""
+        if info.nominated_node and not info.deleting and not info.terminal:
+            if self.cache.nominated_node_of(info.key) != info.nominated_node:
+                self.cache.nominate(info, info.nominated_node)
+        else:
+            self.cache.clear_nomination(info.key)
 
     def _node_added(self, node: Obj) -> None:
         self.cache.set_node(node)
@@ -180,17 +215,20 @@ class Scheduler:
         info = qp.info
         self.attempts += 1
         try:
-            result = self.algorithm.schedule(info, self.cache)
+            result = self.algorithm.schedule(info, self.cache, self.cache.nominated_node_of(info.key))
         except FitError as fit:
             nominated = None
             if self.settings.preemption:
                 nominated = self.preemptor.preempt(info, self.cache, fit.diagnosis)
+                if nominated is not None:
+                    self._nominate(info, nominated)
             self.queue.add_unschedulable(qp, fit.diagnosis.unschedulable_plugins)
             message = fit.diagnosis.message()
             self._log.debug("unschedulable", pod=info.key, message=message)
             self.recorder.event(_reference(info.pod), WARNING, "FailedScheduling", message)
             self._spawn(self._mark_unschedulable(info, message, nominated), f"unschedulable {info.key}")
             return
+        self.cache.clear_nomination(info.key)
         self.cache.assume(info, result.node)
         self.queue.done(qp)
         self._spawn(self._bind(qp, result.node), f"bind {info.key}")
@@ -211,6 +249,22 @@ class Scheduler:
         self.scheduled += 1
         self.recorder.event(_reference(info.pod), NORMAL, "Scheduled",
                             f"Successfully assigned {info.key} to {node}")
+
+    def _nominate(self, info: PodInfo, node: str) -> None:
+        """Preemption chose ``node`` for the pod: other pods must leave it room; lower-priority pods nominated
+        there lose their nomination (they may no longer fit), as in kube-scheduler."""
+        for other in self.cache.nominated(node):
+            if other.priority < info.priority:
+                self.cache.clear_nomination(other.key)
+                self._spawn(self._clear_nominated_node(other), f"clear nomination {other.key}")
+        self.cache.nominate(info, node)
+
+    async def _clear_nominated_node(self, info: PodInfo) -> None:
+        try:
+            await self.client.patch_status("pods", info.name, {"status": {"nominatedNodeName": None}},
+                                           info.namespace, content_type=STRATEGIC_MERGE_PATCH)
+        except (StatusError, TransportError) as exc:
+            self._log.info("could not clear a nominated node", pod=info.key, error=str(exc))
 
     async def _mark_unschedulable(self, info: PodInfo, message: str, nominated: str | None) -> None:
         """PodScheduled False with reason Unschedulable (written only when it changes), and the nominated node."""

@@ -19,7 +19,8 @@ Roles, by identity (Kubernetes' names where Kubernetes has them):
   among per-controller service accounts; minik has no service accounts, and its controller manager runs inside
   the server's own process and hosts the garbage collector and namespace controller, which must delete
   anything.
-- **proxy** (``system:kube-proxy``): reads all but Secrets, writes events (Kubernetes' system:node-proxier).
+- **proxy** (``system:kube-proxy``): reads all but Secrets, writes events (Kubernetes' system:node-proxier), and
+  creates Services in kube-system: it publishes the cluster DNS as the ``kube-dns`` Service.
 - **node simulator** (``system:minik:node-simulator``, the in-process node component when ``--fake-nodes`` is
   given, since one kubelet then serves every simulated node): the node role for any node name.
 - **anonymous** (no credentials): only ``kube-public/cluster-info`` (as kubeadm's cluster-info reader role);
@@ -94,6 +95,8 @@ class RoleAuthorizer:
                 return None
             if (group, plural) in (("", "events"), ("events.k8s.io", "events")) and verb in WRITE_EVENTS:
                 return None
+            if (group, plural, verb, info.namespace) == ("", "services", "create", "kube-system"):
+                return None  # the cluster DNS Service (kube-dns), which the proxy of `minik up` publishes
             return ""
         if VIEW_GROUP in user.groups and verb in READ and not (group == "" and plural == "secrets"):
             return None

@@ -24,7 +24,6 @@ def test_a_pod_gets_kubernetes_defaults_and_a_pending_status() -> None:
         }],
         "restartPolicy": "Always", "dnsPolicy": "ClusterFirst", "schedulerName": "default-scheduler",
         "terminationGracePeriodSeconds": 30, "securityContext": {}, "enableServiceLinks": True,
-        "priority": 0, "preemptionPolicy": "PreemptLowerPriority",
     }
     assert result["status"] == {"phase": "Pending", "qosClass": "BestEffort"}
 

@@ -14,9 +14,8 @@ if TYPE_CHECKING:
 def test_the_chain_runs_in_kubernetes_order(cluster: Cluster) -> None:
     assert cluster.api is not None
     names = [plugin.name for plugin in default_plugins(cluster.api.reader)]
-    assert names.index("NamespaceLifecycle") < names.index("ServiceAccount") < names.index("NodeRestriction") \
-        < names.index("PodSecurity")
-    assert names[0] == "NamespaceLifecycle" and names[-1] == "PodSecurity"
+    assert names == ["NamespaceLifecycle", "NodeRestriction", "Priority", "DefaultTolerationSeconds",
+                     "ServiceAccount", "PodSecurity"]
 
 
 async def test_a_pod_without_a_service_account_runs_as_default_and_mounts_no_token(http: ApiHttp) -> None:

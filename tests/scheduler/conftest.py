@@ -1,4 +1,6 @@
-"""A real cluster with the scheduler running (and no other component), and an HTTP client to it."""
+"""A real cluster with the scheduler running (and no other component), an HTTP client to it, and simulated nodes:
+kubelets on the fake runtime that register Node objects (capacity, well-known labels, taints), heartbeat, run
+the pods bound to them and confirm their deletion, as real nodes do."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import pytest
 
 from minik.client import Client
 from minik.cluster import COMPONENTS, Cluster, ClusterSettings
+
+from tests.scheduler.helpers import SimulatedNodes
 
 
 @pytest.fixture
@@ -26,3 +30,12 @@ async def scheduled_cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
 async def api(scheduled_cluster: Cluster) -> AsyncIterator[Client]:
     async with Client.http(scheduled_cluster.url) as client:
         yield client
+
+
+@pytest.fixture
+async def nodes(api: Client) -> AsyncIterator[SimulatedNodes]:
+    simulated = SimulatedNodes(api)
+    try:
+        yield simulated
+    finally:
+        await simulated.stop()

@@ -8,7 +8,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from minik.client import Client
-from minik.scheduler.framework import NodeInfo, PodInfo
+from minik.kubelet.kubelet import Kubelet, KubeletSettings
+from minik.kubelet.node import NodeConfig, well_known_labels
+from minik.kubelet.runtimes.fake import FakeRuntime
+from minik.scheduler.framework import Code, CycleState, NodeInfo, PodInfo, StaticNodes
 
 Obj = dict[str, Any]
 
@@ -77,14 +80,16 @@ async def wait_bound(client: Client, name: str, namespace: str = "default", time
 
 
 async def events_for(client: Client, name: str, namespace: str = "default") -> list[Obj]:
+    """The events schedulers recorded about a pod (the simulated nodes' kubelets record Pulled, Created and
+    Started too; those are not the scheduler's business)."""
     listing = await client.list("events", namespace, field_selector=f"involvedObject.name={name}")
-    return listing["items"]
+    return [e for e in listing["items"] if (e.get("source") or {}).get("component") != "kubelet"]
 
 
-def node_info(name: str, *, pods: list[Obj] | None = None, **kwargs: Any) -> NodeInfo:
-    """A NodeInfo for plugin table tests, with existing pods bound to it."""
+def node_info(name: str, *, running: list[Obj] | None = None, **kwargs: Any) -> NodeInfo:
+    """A NodeInfo for plugin table tests, with the ``running`` pods bound to it."""
     info = NodeInfo(node_object(name, **kwargs))
-    for pod in pods or []:
+    for pod in running or []:
         pod = {**pod, "metadata": {"uid": pod["metadata"]["name"], **pod["metadata"]},
                "spec": {**pod["spec"], "nodeName": name}}
         info.add_pod(PodInfo(pod))
@@ -96,3 +101,75 @@ def pod_info(name: str = "p", **kwargs: Any) -> PodInfo:
     pod["metadata"]["uid"] = f"uid-{name}"
     pod["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
     return PodInfo(pod)
+
+
+# -- running one plugin, as the framework does ----------------------------------------------------------------
+def filter_results(plugin: Any, pod: PodInfo, nodes: list[NodeInfo], cluster: Any = None) -> dict[str, str]:
+    """Each node's verdict from one filter plugin (pre_filter first, as a cycle runs it): "ok", or the status's
+    code name and message, e.g. "UNSCHEDULABLE: Insufficient cpu"."""
+    state = CycleState(StaticNodes(nodes), cluster)
+    pre = getattr(plugin, "pre_filter", None)
+    if pre is not None:
+        status = pre(state, pod)
+        if status.code == Code.SKIP:
+            return {n.name: "ok" for n in nodes}
+        if not status.ok:
+            return {n.name: f"{status.code.name}: {status.message}" for n in nodes}
+    results = {}
+    for node in nodes:
+        status = plugin.filter(state, pod, node)
+        results[node.name] = "ok" if status.ok else f"{status.code.name}: {status.message}"
+    return results
+
+
+def score_results(plugin: Any, pod: PodInfo, nodes: list[NodeInfo], cluster: Any = None,
+                  all_nodes: list[NodeInfo] | None = None) -> dict[str, int]:
+    """One score plugin's normalized scores for ``nodes`` (the feasible ones); ``all_nodes`` is the cluster
+    (default: the same nodes). A plugin whose pre_score skips scores nothing: {}."""
+    state = CycleState(StaticNodes(all_nodes if all_nodes is not None else nodes), cluster)
+    pre = getattr(plugin, "pre_score", None)
+    if pre is not None and pre(state, pod, nodes).code == Code.SKIP:
+        return {}
+    scores = [plugin.score(state, pod, node) for node in nodes]
+    normalize = getattr(plugin, "normalize", None)
+    if normalize is not None:
+        normalize(state, pod, nodes, scores)
+    return {n.name: s for n, s in zip(nodes, scores)}
+
+
+# -- simulated nodes ---------------------------------------------------------------------------------------------
+def simulated_node(name: str, *, cpu: str = "4", memory: str = "8Gi", pods: str = "110", zone: str | None = None,
+                   labels: Mapping[str, str] | None = None, taints: list[Obj] | None = None,
+                   extra: Mapping[str, str] | None = None) -> NodeConfig:
+    capacity = {"cpu": cpu, "memory": memory, "pods": pods, "ephemeral-storage": "100Gi", **(extra or {})}
+    return NodeConfig(name, "10.99.0.1", capacity, {**well_known_labels(name, zone), **(labels or {})},
+                      list(taints or []))
+
+
+class SimulatedNodes:
+    """Starts one fake-runtime kubelet per ``add`` call, serving the nodes given; stops them all at the end."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.kubelets: list[Kubelet] = []
+
+    async def add(self, *nodes: NodeConfig) -> None:
+        kubelet = Kubelet(self.client, FakeRuntime(0.0), list(nodes),
+                          KubeletSettings(workers=4, resync_seconds=0.0))
+        self.kubelets.append(kubelet)
+        await kubelet.start()
+        await kubelet.wait_registered(timeout=10)
+
+    async def cordon(self, name: str) -> None:
+        await self.client.patch("nodes", name, {"spec": {"unschedulable": True}})
+
+    async def stop(self) -> None:
+        for kubelet in reversed(self.kubelets):
+            await kubelet.stop()
+
+
+async def scheduled_condition(client: Client, name: str, namespace: str = "default") -> Obj | None:
+    """The pod's PodScheduled condition when the scheduler has said it cannot place the pod (status False)."""
+    pod = await client.get("pods", name, namespace)
+    return next((c for c in pod["status"].get("conditions") or []
+                 if c["type"] == "PodScheduled" and c["status"] == "False"), None)

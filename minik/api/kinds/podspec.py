@@ -140,11 +140,8 @@ def default_pod(pod: Obj) -> None:
                     if not port.get("hostPort"):
                         port["hostPort"] = port.get("containerPort")
     set_default(spec, "enableServiceLinks", True)
-    # the Priority admission plugin resolves a named class; without one the priority is 0
-    if not spec.get("priorityClassName"):
-        if spec.get("priority") is None:
-            spec["priority"] = 0
-        set_default(spec, "preemptionPolicy", "PreemptLowerPriority")
+    # spec.priority and spec.preemptionPolicy are not defaults: the Priority admission plugin sets them from the
+    # pod's class or the global default class, and refuses a pod that sets them otherwise
 
 
 # -- QoS ----------------------------------------------------------------------------------------------------------

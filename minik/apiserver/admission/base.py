@@ -28,11 +28,14 @@ class Authorizer(Protocol):
         ...
 
 
+_LOOPBACK_ADMIN = User("system:admin", ("system:masters", "system:authenticated"))
+
+
 class LoopbackAuthenticator:
     """Everyone is an admin. Only fit for a server bound to loopback (the security work replaces it)."""
 
     async def authenticate(self, request: ApiRequest) -> User | None:
-        return User("system:admin", ("system:masters", "system:authenticated"))
+        return _LOOPBACK_ADMIN
 
 
 class AllowAll:
@@ -69,8 +72,8 @@ class ObjectReader:
         record = self._store.get(resource.key(namespace, name))
         return record.object() if record is not None else None
 
-    async def list(self, group: str, version: str, plural: str, namespace: str | None) -> list[Obj]:
-        """The current objects of a type (in one namespace, or all when None)."""
+    async def list(self, group: str, version: str, plural: str, namespace: str | None = None) -> list[Obj]:
+        """Every current object of a kind (in one namespace, for namespaced kinds, when given)."""
         resource = self._registry.get(group, version, plural)
         if resource is None:
             return []

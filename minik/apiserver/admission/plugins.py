@@ -6,11 +6,15 @@ the chain runs (the kind's strategy, in minik.api.kinds), so every plugin sees a
 from __future__ import annotations
 
 from minik.apiserver.admission.base import AdmissionPlugin, ObjectReader
+from minik.apiserver.admission.default_tolerations import DefaultTolerationSeconds
 from minik.apiserver.admission.namespace_lifecycle import NamespaceLifecycle
 from minik.apiserver.admission.node_restriction import NodeRestriction
 from minik.apiserver.admission.pod_security import PodSecurity
+from minik.apiserver.admission.priority import Priority
 from minik.apiserver.admission.service_account import ServiceAccount
 
 
 def default_plugins(reader: ObjectReader) -> list[AdmissionPlugin]:
-    return [NamespaceLifecycle(reader), ServiceAccount(), NodeRestriction(), PodSecurity(reader)]
+    """The chain in Kubernetes' order (defaulting runs in the kind's strategy before it)."""
+    return [NamespaceLifecycle(reader), NodeRestriction(), Priority(reader), DefaultTolerationSeconds(),
+            ServiceAccount(), PodSecurity(reader)]

@@ -4,7 +4,7 @@ node.kubernetes.io/unschedulable:NoSchedule taint."""
 from __future__ import annotations
 
 from minik.scheduler.framework import SUCCESS, CycleState, NodeInfo, PodInfo, Status, unresolvable
-from minik.scheduler.plugins.taint_toleration import tolerates
+from minik.api.placement import tolerates
 
 ERR_REASON = "node(s) were unschedulable"
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}

@@ -8,11 +8,13 @@ from dataclasses import dataclass, field
 
 from minik.scheduler.framework import Plugin
 from minik.scheduler.plugins.balanced_allocation import BalancedAllocation
+from minik.scheduler.plugins.inter_pod_affinity import InterPodAffinity
 from minik.scheduler.plugins.node_affinity import NodeAffinity
 from minik.scheduler.plugins.node_name import NodeName
 from minik.scheduler.plugins.node_ports import NodePorts
 from minik.scheduler.plugins.node_resources_fit import LEAST_ALLOCATED, NodeResourcesFit
 from minik.scheduler.plugins.node_unschedulable import NodeUnschedulable
+from minik.scheduler.plugins.pod_topology_spread import PodTopologySpread
 from minik.scheduler.plugins.taint_toleration import TaintToleration
 
 PluginFactory = Callable[["ProfileConfig"], Plugin]
@@ -29,6 +31,9 @@ class ProfileConfig:
     weights: dict[str, int] = field(default_factory=dict)
     """Score weights overriding DEFAULT_WEIGHTS."""
 
+    hard_pod_affinity_weight: int = 1
+    """InterPodAffinity's score for a node where a running pod's required affinity selects the pod (0-100)."""
+
 
 REGISTRY: dict[str, PluginFactory] = {
     "NodeUnschedulable": lambda c: NodeUnschedulable(),
@@ -37,15 +42,18 @@ REGISTRY: dict[str, PluginFactory] = {
     "NodeAffinity": lambda c: NodeAffinity(),
     "NodePorts": lambda c: NodePorts(),
     "NodeResourcesFit": lambda c: NodeResourcesFit(c.scoring_strategy),
+    "PodTopologySpread": lambda c: PodTopologySpread(),
+    "InterPodAffinity": lambda c: InterPodAffinity(c.hard_pod_affinity_weight),
     "NodeResourcesBalancedAllocation": lambda c: BalancedAllocation(),
 }
 
 #: the default profile in kube-scheduler's order (cheap, decisive filters first)
 DEFAULT_PLUGINS = ("NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts",
-                   "NodeResourcesFit", "NodeResourcesBalancedAllocation")
+                   "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation")
 
-DEFAULT_WEIGHTS = {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1,
-                   "NodeResourcesBalancedAllocation": 1}
+#: kube-scheduler's default score weights
+DEFAULT_WEIGHTS = {"TaintToleration": 3, "NodeAffinity": 2, "PodTopologySpread": 2, "InterPodAffinity": 2,
+                   "NodeResourcesFit": 1, "NodeResourcesBalancedAllocation": 1}
 
 
 @dataclass(frozen=True)

@@ -6,50 +6,40 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from minik.api.placement import tolerates
 from minik.scheduler.framework import (SKIP, SUCCESS, CycleState, NodeInfo, PodInfo, Status, default_normalize,
                                        unresolvable)
 
 _HARD_EFFECTS = ("NoSchedule", "NoExecute")
 
 
-def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
-    """Kubernetes' Toleration.ToleratesTaint: effects match (an empty effect matches all), keys match (an empty key
-    with Exists matches all), and the value is equal (operator Equal, the default) or anything (Exists)."""
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.get("effect"):
-        return False
-    key = toleration.get("key") or ""
-    if key and key != taint.get("key"):
-        return False
-    operator = toleration.get("operator") or "Equal"
-    if operator == "Exists":
-        return True
-    if operator == "Equal":
-        return (toleration.get("value") or "") == (taint.get("value") or "")
-    return False
-
-
 def untolerated_reason(taint: Mapping[str, Any]) -> str:
     return f"node(s) had untolerated taint {{{taint.get('key', '')}: {taint.get('value') or ''}}}"
+
+
+def untolerated_hard_taint(pod: PodInfo, node: NodeInfo) -> Mapping[str, Any] | None:
+    """The node's first NoSchedule or NoExecute taint the pod does not tolerate, if any."""
+    if not node.has_hard_taints:
+        return None
+    tolerations = pod.tolerations
+    for taint in node.taints:
+        if taint.get("effect") in _HARD_EFFECTS and not any(tolerates(t, taint) for t in tolerations):
+            return taint
+    return None
 
 
 class TaintToleration:
     name = "TaintToleration"
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        if not node.has_hard_taints:
-            return SUCCESS
-        tolerations = pod.tolerations
-        for taint in node.taints:
-            if taint.get("effect") in _HARD_EFFECTS and not any(tolerates(t, taint) for t in tolerations):
-                return unresolvable(untolerated_reason(taint))
-        return SUCCESS
+        taint = untolerated_hard_taint(pod, node)
+        return SUCCESS if taint is None else unresolvable(untolerated_reason(taint))
 
     def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> list[NodeInfo]:
-        return [n for n in nodes if not n.has_hard_taints or self.filter(state, pod, n).ok]
+        return [n for n in nodes if not n.has_hard_taints or untolerated_hard_taint(pod, n) is None]
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status:
-        if not any(t.get("effect") == "PreferNoSchedule" for n in nodes for t in n.taints):
+        if not any(n.has_soft_taints for n in nodes):
             return SKIP
         state[self.name] = [t for t in pod.tolerations if (t.get("effect") or "PreferNoSchedule") == "PreferNoSchedule"]
         return SUCCESS
@@ -59,5 +49,5 @@ class TaintToleration:
         return sum(1 for taint in node.taints if taint.get("effect") == "PreferNoSchedule"
                    and not any(tolerates(t, taint) for t in tolerations))
 
-    def normalize(self, state: CycleState, pod: PodInfo, scores: list[int]) -> None:
+    def normalize(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], scores: list[int]) -> None:
         default_normalize(scores, reverse=True)

@@ -1,0 +1,92 @@
+"""What the scheduler knows of the cluster besides nodes and pods (kube-scheduler's listers): namespace labels,
+for inter-pod affinity's namespaceSelector; and Services and the pods' controllers (ReplicationControllers,
+ReplicaSets, StatefulSets), whose selectors say which pods belong together, so that replicas spread across
+nodes and zones even when they ask for nothing (kube-scheduler's default topology spread constraints).
+
+Fed from informers by the scheduler, or from one list of each kind by ``minik explain``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from minik.api.selectors import EQUALS, LabelSelector, Requirement, selector_from_dict
+from minik.scheduler.infos import PodInfo
+
+Obj = dict[str, Any]
+
+#: the kinds ClusterObjects follows: resource plural -> (kind, group)
+RESOURCES = {"namespaces": ("Namespace", ""), "services": ("Service", ""),
+             "replicationcontrollers": ("ReplicationController", ""), "replicasets": ("ReplicaSet", "apps"),
+             "statefulsets": ("StatefulSet", "apps")}
+_CONTROLLER_KINDS = {("ReplicationController", ""), ("ReplicaSet", "apps"), ("StatefulSet", "apps")}
+
+
+def _group(api_version: str) -> str:
+    return api_version.rpartition("/")[0] if "/" in api_version else ""
+
+
+class ClusterObjects:
+    def __init__(self) -> None:
+        self._namespaces: dict[str, Mapping[str, str]] = {}
+        self._services: dict[str, dict[str, Mapping[str, str]]] = {}
+        self._controllers: dict[tuple[str, str, str], list[Requirement]] = {}
+
+    # -- feeding ---------------------------------------------------------------------------------------------
+    def set(self, resource: str, obj: Obj) -> None:
+        meta = obj.get("metadata") or {}
+        name, namespace = meta.get("name") or "", meta.get("namespace") or ""
+        spec = obj.get("spec") or {}
+        if resource == "namespaces":
+            self._namespaces[name] = meta.get("labels") or {}
+        elif resource == "services":
+            selector = spec.get("selector")
+            services = self._services.setdefault(namespace, {})
+            if selector is None:  # a Service without a selector selects no pods
+                services.pop(name, None)
+            else:
+                services[name] = selector
+        elif resource in RESOURCES:
+            kind = RESOURCES[resource][0]
+            selector = spec.get("selector")
+            if kind == "ReplicationController":
+                requirements = [Requirement(k, EQUALS, (str(v),)) for k, v in (selector or {}).items()]
+            else:
+                try:
+                    requirements = list(selector_from_dict(selector).requirements) if selector is not None else []
+                except ValueError:
+                    requirements = []
+            self._controllers[(kind, namespace, name)] = requirements
+
+    def delete(self, resource: str, obj: Obj) -> None:
+        meta = obj.get("metadata") or {}
+        name, namespace = meta.get("name") or "", meta.get("namespace") or ""
+        if resource == "namespaces":
+            self._namespaces.pop(name, None)
+        elif resource == "services":
+            self._services.get(namespace, {}).pop(name, None)
+        elif resource in RESOURCES:
+            self._controllers.pop((RESOURCES[resource][0], namespace, name), None)
+
+    # -- reading (ClusterView) -------------------------------------------------------------------------------
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        return self._namespaces.get(namespace)
+
+    def default_spread_selector(self, pod: PodInfo) -> LabelSelector | None:
+        """The selectors of the Services that select the pod and of its controller, combined (every requirement
+        must hold); None when neither exists."""
+        merged: dict[str, str] = {}
+        labels = pod.labels
+        for selector in self._services.get(pod.namespace, {}).values():
+            if all(labels.get(k) == v for k, v in selector.items()):
+                merged.update(selector)
+        requirements = [Requirement(k, EQUALS, (str(v),)) for k, v in merged.items()]
+        owner = pod.owner
+        if owner is not None:
+            kind, group = owner.get("kind") or "", _group(owner.get("apiVersion") or "")
+            if (kind, group) in _CONTROLLER_KINDS:
+                found = self._controllers.get((kind, pod.namespace, owner.get("name") or ""))
+                if found:
+                    requirements.extend(found)
+        return LabelSelector(requirements) if requirements else None

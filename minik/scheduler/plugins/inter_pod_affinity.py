@@ -1,0 +1,209 @@
+"""InterPodAffinity: where a pod may go given the pods already running (kube-scheduler's plugin of that name).
+
+Filter, over topology domains (the value of a term's topologyKey on a node: the node itself, its zone...):
+- the pod's required affinity terms: each domain must already run a pod the term selects (a pod whose terms
+  select only itself, when no such pod runs anywhere yet, may start the group on any node with the keys);
+- the pod's required anti-affinity terms: no domain may run a pod the term selects;
+- the running pods' required anti-affinity terms: no domain may run a pod whose term selects this pod.
+
+Score: the pod's preferred terms add (affinity) or subtract (anti-affinity) their weight in each domain running a
+matching pod; running pods' preferred terms that select this pod do the same, and their required affinity terms
+add ``hard_pod_affinity_weight``. Scores are normalized between the lowest and the highest node.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from minik.scheduler.framework import (MAX_NODE_SCORE, SKIP, SUCCESS, CycleState, NodeInfo, PodInfo, Status,
+                                       unresolvable, unschedulable)
+from minik.scheduler.terms import AffinityTerm
+
+ERR_AFFINITY = "node(s) didn't match pod affinity rules"
+ERR_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+ERR_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+
+Pair = tuple[str, str]
+
+
+def _matches_all(terms: Iterable[AffinityTerm], pod: PodInfo, state: CycleState) -> bool:
+    terms = tuple(terms)
+    if not terms:
+        return False
+    labels = state.cluster.namespace_labels(pod.namespace)
+    return all(t.matches(pod, labels) for t in terms)
+
+
+class _FilterState:
+    """Counts per topology pair: running pods whose anti-affinity selects the pod; running pods matching all the
+    pod's affinity terms; running pods matching each of its anti-affinity terms."""
+
+    __slots__ = ("existing_anti", "affinity", "anti")
+
+    def __init__(self) -> None:
+        self.existing_anti: Counter[Pair] = Counter()
+        self.affinity: Counter[Pair] = Counter()
+        self.anti: Counter[Pair] = Counter()
+
+    def clone(self) -> "_FilterState":
+        other = _FilterState()
+        other.existing_anti = self.existing_anti.copy()
+        other.affinity = self.affinity.copy()
+        other.anti = self.anti.copy()
+        return other
+
+
+def _update(counts: Counter[Pair], node: NodeInfo, key: str, delta: int) -> None:
+    value = node.labels.get(key)
+    if value is not None:
+        pair = (key, value)
+        counts[pair] += delta
+        if counts[pair] == 0:
+            del counts[pair]
+
+
+class InterPodAffinity:
+    name = "InterPodAffinity"
+
+    def __init__(self, hard_pod_affinity_weight: int = 1) -> None:
+        self.hard_pod_affinity_weight = hard_pod_affinity_weight
+
+    # -- filtering ---------------------------------------------------------------------------------------------
+    def _count(self, state: CycleState, counts: _FilterState, pod: PodInfo, other: PodInfo, node: NodeInfo,
+               delta: int) -> None:
+        """Count ``other`` (running on ``node``) in ``counts`` for the incoming ``pod``."""
+        if other.required_anti_affinity:
+            pod_ns_labels = state.cluster.namespace_labels(pod.namespace)
+            for term in other.required_anti_affinity:
+                if term.matches(pod, pod_ns_labels):
+                    _update(counts.existing_anti, node, term.topology_key, delta)
+        if pod.required_affinity or pod.required_anti_affinity:
+            labels = state.cluster.namespace_labels(other.namespace)
+            if pod.required_affinity and all(t.matches(other, labels) for t in pod.required_affinity):
+                for term in pod.required_affinity:
+                    _update(counts.affinity, node, term.topology_key, delta)
+            for term in pod.required_anti_affinity:
+                if term.matches(other, labels):
+                    _update(counts.anti, node, term.topology_key, delta)
+
+    def pre_filter(self, state: CycleState, pod: PodInfo) -> Status:
+        counts = _FilterState()
+        nodes = state.nodes
+        if pod.required_affinity or pod.required_anti_affinity:
+            for node in nodes.all():
+                for other in node.pods.values():
+                    self._count(state, counts, pod, other, node, 1)
+        else:
+            ns_labels = state.cluster.namespace_labels(pod.namespace)
+            for node in nodes.with_required_anti_affinity_pods():
+                for other in node.pods_with_required_anti_affinity.values():
+                    for term in other.required_anti_affinity:
+                        if term.matches(pod, ns_labels):
+                            _update(counts.existing_anti, node, term.topology_key, 1)
+            if not counts.existing_anti:
+                return SKIP
+        state[self.name] = counts
+        return SUCCESS
+
+    def add_pod(self, state: CycleState, pod: PodInfo, added: PodInfo, node: NodeInfo) -> None:
+        counts = state.get(self.name)
+        if counts is not None:
+            self._count(state, counts, pod, added, node, 1)
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, removed: PodInfo, node: NodeInfo) -> None:
+        counts = state.get(self.name)
+        if counts is not None:
+            self._count(state, counts, pod, removed, node, -1)
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        counts: _FilterState = state[self.name]
+        labels = node.labels
+        if pod.required_affinity:
+            found = True
+            for term in pod.required_affinity:
+                value = labels.get(term.topology_key)
+                if value is None:
+                    return unresolvable(ERR_AFFINITY)
+                if counts.affinity[(term.topology_key, value)] <= 0:
+                    found = False
+            # the first pod of a group whose terms select itself may go anywhere with the keys
+            if not found and (counts.affinity or not _matches_all(pod.required_affinity, pod, state)):
+                return unresolvable(ERR_AFFINITY)
+        if counts.anti:
+            for term in pod.required_anti_affinity:
+                value = labels.get(term.topology_key)
+                if value is not None and counts.anti[(term.topology_key, value)] > 0:
+                    return unschedulable(ERR_ANTI_AFFINITY)
+        if counts.existing_anti:
+            for pair in labels.items():
+                if counts.existing_anti[pair] > 0:
+                    return unschedulable(ERR_EXISTING_ANTI_AFFINITY)
+        return SUCCESS
+
+    # -- scoring -----------------------------------------------------------------------------------------------
+    def _score_pod(self, state: CycleState, scores: dict[Pair, int], pod: PodInfo, other: PodInfo,
+                   node: NodeInfo) -> None:
+        labels = node.labels
+        if not labels:
+            return
+
+        def add(term: AffinityTerm, weight: int, target: PodInfo, ns_labels: object) -> None:
+            if term.matches(target, ns_labels):  # type: ignore[arg-type]
+                value = labels.get(term.topology_key)
+                if value is not None:
+                    pair = (term.topology_key, value)
+                    scores[pair] = scores.get(pair, 0) + weight
+
+        if pod.preferred_affinity or pod.preferred_anti_affinity:
+            other_ns = state.cluster.namespace_labels(other.namespace)
+            for term in pod.preferred_affinity:
+                add(term, term.weight, other, other_ns)
+            for term in pod.preferred_anti_affinity:
+                add(term, -term.weight, other, other_ns)
+        if other.required_affinity or other.preferred_affinity or other.preferred_anti_affinity:
+            pod_ns = state.cluster.namespace_labels(pod.namespace)
+            if self.hard_pod_affinity_weight > 0:
+                for term in other.required_affinity:
+                    add(term, self.hard_pod_affinity_weight, pod, pod_ns)
+            for term in other.preferred_affinity:
+                add(term, term.weight, pod, pod_ns)
+            for term in other.preferred_anti_affinity:
+                add(term, -term.weight, pod, pod_ns)
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status:
+        has_preferred = bool(pod.preferred_affinity or pod.preferred_anti_affinity)
+        scores: dict[Pair, int] = {}
+        if has_preferred:
+            for node in state.nodes.all():
+                for other in node.pods.values():
+                    self._score_pod(state, scores, pod, other, node)
+        else:
+            for node in state.nodes.with_affinity_pods():
+                for other in node.pods_with_affinity.values():
+                    self._score_pod(state, scores, pod, other, node)
+        by_key: dict[str, dict[str, int]] = {}
+        for (key, value), score in scores.items():
+            by_key.setdefault(key, {})[value] = score
+        if not by_key:
+            return SKIP
+        state[f"{self.name}/score"] = by_key
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        by_key: dict[str, dict[str, int]] = state[f"{self.name}/score"]
+        labels = node.labels
+        total = 0
+        for key, values in by_key.items():
+            value = labels.get(key)
+            if value is not None:
+                total += values.get(value, 0)
+        return total
+
+    def normalize(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], scores: list[int]) -> None:
+        if not scores:
+            return
+        lowest, highest = min(scores), max(scores)
+        spread = highest - lowest
+        for i, value in enumerate(scores):
+            scores[i] = int(MAX_NODE_SCORE * (value - lowest) / spread) if spread > 0 else 0
