@@ -8,6 +8,7 @@ is on disk.
 from __future__ import annotations
 
 import ipaddress
+import ssl
 import sys
 import time
 from collections.abc import Callable
@@ -25,7 +26,6 @@ from minik.apiserver.limits import Limits
 from minik.apiserver.request import User
 from minik.apiserver.server import ApiServer, ApiSettings
 from minik.client import Client
-from minik.jointoken import ensure_token
 from minik.security import authz, joinserver
 from minik.security.authn import StaticTokens, TokenAuthenticator
 from minik.security.authz import RoleAuthorizer
@@ -193,6 +193,17 @@ COMPONENT_USERS: dict[str, User] = {
 }
 
 
+def _kubelet_client_tls(data_dir: Path) -> Callable[[], ssl.SSLContext]:
+    """What the API server calls kubelets with (made on the first pods/log or pods/exec, from DATA_DIR/pki)."""
+
+    def make() -> ssl.SSLContext:
+        from minik.security.kubelet import apiserver_client_context
+
+        return apiserver_client_context(data_dir)
+
+    return make
+
+
 def _quiet(_line: str) -> None:
     return None
 
@@ -215,7 +226,6 @@ class Cluster:
         self.components: dict[str, Component] = {}
         self.port: int = settings.port
         self.started_seconds: float = 0.0
-        self.join_token: str = ""
 
     @property
     def host(self) -> str:
@@ -267,12 +277,12 @@ class Cluster:
             restrict(s.db_path.with_name(s.db_path.name + suffix))
         self.progress(f"store {s.db_path} open at revision {self.store.revision}")
         try:
-            self.join_token = ensure_token(s.data_dir)
             reader = ObjectReader(self.store, REGISTRY)
+            kubelet_tls = _kubelet_client_tls(s.data_dir)
             self.api = ApiServer(self.store, REGISTRY, ApiSettings(address=f"{s.bind}:{s.port}",
                                                                   service_cidr=s.service_cidr,
                                                                   limits=Limits(**s.limits),  # type: ignore[arg-type]
-                                                                  kubelet_token=self.join_token),
+                                                                  kubelet_tls=kubelet_tls),
                                  authenticator=TokenAuthenticator(reader, self.tokens),
                                  authorizer=RoleAuthorizer(self.store))
             await self.api.bootstrap()

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import math
+import ssl
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -76,13 +77,28 @@ class KubeletTarget:
     """Where a node's kubelet answers and what to present to it."""
 
     base_url: str
-    headers: dict[str, str]
+    ssl: ssl.SSLContext | bool
 
 
 class PodProxy:
-    def __init__(self, reader: ObjectReader, kubelet_token: str | None = None) -> None:
+    def __init__(self, reader: ObjectReader, kubelet_tls: Callable[[], ssl.SSLContext] | None = None) -> None:
+        """``kubelet_tls`` makes the context kubelets are called with (the API server's client certificate, the
+        cluster CA), on the first call; without it the kubelet's certificate is checked against the system's
+        CAs, and no client certificate is presented."""
         self.reader = reader
-        self.kubelet_token = kubelet_token
+        self._make_tls = kubelet_tls
+        self._tls: ssl.SSLContext | None = None
+
+    def tls(self) -> ssl.SSLContext | bool:
+        if self._make_tls is None:
+            return True
+        if self._tls is None:
+            try:
+                self._tls = self._make_tls()
+            except (OSError, ValueError) as exc:  # unreadable DATA_DIR/pki (ssl.SSLError is an OSError)
+                log.error("no credentials for kubelets", error=str(exc))
+                raise _unavailable("the API server has no credentials for kubelets", exc) from None
+        return self._tls
 
     async def handle(self, info: RequestInfo, request: ApiRequest) -> ApiResponse:
         name, namespace = info.name or "", info.namespace
@@ -105,8 +121,7 @@ class PodProxy:
         addresses = {a.get("type"): a.get("address") for a in status.get("addresses") or []}
         host = addresses.get("InternalIP") or addresses.get("Hostname") or node_name
         port = ((status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}).get("Port") or KUBELET_PORT
-        headers = {"Authorization": f"Bearer {self.kubelet_token}"} if self.kubelet_token else {}
-        return KubeletTarget(f"http://{f'[{host}]' if ':' in host else host}:{port}", headers)
+        return KubeletTarget(f"https://{f'[{host}]' if ':' in host else host}:{port}", self.tls())
 
     @staticmethod
     def _path(kind: str, pod: Obj, container: str) -> str:
@@ -121,7 +136,7 @@ class PodProxy:
         url = target.base_url + self._path("containerLogs", pod, container)
         session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=_CONNECT_SECONDS))
         try:
-            response = await session.get(url, params=query, headers=target.headers)
+            response = await session.get(url, params=query, ssl=target.ssl)
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             await session.close()
             raise _unavailable(f'Get "{url}"', exc) from None
@@ -146,7 +161,7 @@ class PodProxy:
         url = target.base_url + self._path("exec", pod, container)
         params = [(key, value) for key in ("command", "stdin", "stdout", "stderr", "tty")
                   for value in _query_list(request.query, key)]
-        return ApiResponse(101, upgrade=ExecRelay(url, params, target.headers).serve)
+        return ApiResponse(101, upgrade=ExecRelay(url, params, target.ssl).serve)
 
 
 def _query_list(query: Mapping[str, str], key: str) -> list[str]:
@@ -182,17 +197,17 @@ async def _relay_body(response: aiohttp.ClientResponse, session: aiohttp.ClientS
 class ExecRelay:
     """Joins the client's WebSocket to one opened to the kubelet, message for message."""
 
-    def __init__(self, url: str, params: list[tuple[str, str]], headers: dict[str, str]) -> None:
+    def __init__(self, url: str, params: list[tuple[str, str]], tls: ssl.SSLContext | bool) -> None:
         self.url = url
         self.params = params
-        self.headers = headers
+        self.tls = tls
 
     async def serve(self, request: web.Request) -> web.StreamResponse:
         offered = [p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",") if p.strip()]
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None,
                                                                        sock_connect=_CONNECT_SECONDS)) as session:
             try:
-                upstream = await session.ws_connect(self.url, params=self.params, headers=self.headers,
+                upstream = await session.ws_connect(self.url, params=self.params, ssl=self.tls,
                                                     protocols=offered or rc.PROTOCOLS, autoping=True, max_msg_size=0)
             except aiohttp.WSServerHandshakeError as exc:
                 error = StatusError(exc.status if exc.status >= 400 else 502, "BadRequest",

@@ -6,6 +6,7 @@ Every failure becomes a Kubernetes Status; nothing a client sends can get past t
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,8 +85,9 @@ class ApiSettings:
     limits: Limits = field(default_factory=Limits)
     """Concurrent requests per lane and connection timeouts."""
 
-    kubelet_token: str | None = None
-    """The bearer token presented to kubelets when relaying pods/log and pods/exec."""
+    kubelet_tls: Callable[[], ssl.SSLContext] | None = None
+    """Makes the TLS context for relaying pods/log and pods/exec to kubelets: the API server's client certificate
+    and the cluster CA (``minik.security.kubelet.apiserver_client_context``); called on the first relay."""
 
 
 class ApiServer:
@@ -103,7 +105,7 @@ class ApiServer:
         self.rests = {(t.group, t.version, t.plural): ResourceRest(t, store, self.admission) for t in registry.types}
         self.services = ServiceAllocations(store, self.settings.service_cidr, self.settings.node_port_range)
         self.rests[("", "v1", "services")].hooks = self.services
-        self.pod_proxy = PodProxy(self.reader, self.settings.kubelet_token)
+        self.pod_proxy = PodProxy(self.reader, self.settings.kubelet_tls)
         self.ready = False
         self._static = self._discovery_documents()
         self.openapi = OpenApi(registry)

@@ -17,6 +17,39 @@ from minik.security.ca import CertificateError, load_cert, public_key_hash
 from minik.security.join import join_command
 
 
+#: the join command `minik up` prints carries a token of its own, as kubeadm init's does: valid for a day, made
+#: again when less than an hour is left, the expired ones removed
+UP_TOKEN_DESCRIPTION = "the join command of minik up"
+UP_TOKEN_TTL = datetime.timedelta(hours=24)
+UP_TOKEN_MIN_LEFT = datetime.timedelta(hours=1)
+
+
+async def up_join_token(client: Client) -> str:
+    """The node-role token for the join command `minik up` prints: the one it made before while it has an hour
+    left, else a new one; expired ones it made are deleted."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    listed = await client.list("secrets", tokens.NAMESPACE)
+    found = None
+    for secret in listed.get("items") or []:
+        bootstrap = tokens.read_bootstrap_secret(secret)
+        if bootstrap is None or bootstrap.description != UP_TOKEN_DESCRIPTION or bootstrap.role != "node":
+            continue
+        if bootstrap.expired(now):
+            try:
+                await client.delete("secrets", tokens.BOOTSTRAP_PREFIX + bootstrap.id, tokens.NAMESPACE)
+            except StatusError as exc:
+                if exc.code != 404:
+                    raise
+        elif found is None and bootstrap.expiration is not None and bootstrap.expiration - now > UP_TOKEN_MIN_LEFT:
+            found = f"{bootstrap.id}.{bootstrap.secret}"
+    if found is not None:
+        return found
+    value = tokens.new_bootstrap_token()
+    await client.create("secrets", tokens.bootstrap_secret(value, "node", UP_TOKEN_TTL, UP_TOKEN_DESCRIPTION, now),
+                        tokens.NAMESPACE)
+    return value
+
+
 def _ttl(_ctx: click.Context, _param: click.Parameter, value: str) -> datetime.timedelta:
     try:
         return tokens.parse_duration(value)

@@ -23,11 +23,12 @@ import click
 
 from minik import kubeconfig
 from minik import log as logging_setup
+from minik.api.errors import StatusError
 from minik.cli.common import CliError, default_data_dir, fail
 from minik.cli.instance import AlreadyRunning, Instance, RunState
 from minik.cli.output import align, human_duration, parse_time
 from minik.cluster import COMPONENTS, Cluster, ClusterSettings, is_loopback
-from minik.jointoken import read_token, token_path
+from minik.client import Client, TransportError
 
 #: how long `up --detach` waits for the cluster to answer /readyz, and `down` for it to exit
 WAIT_SECONDS = 30.0
@@ -87,13 +88,37 @@ def _join_url(bind: str, url: str) -> str:
     return f"{scheme}://{host_address()}:{port}"
 
 
-def _join_line(url: str, data_dir: Path) -> str:
-    """The command that adds a node to this cluster (its token is DATA_DIR/join-token)."""
+async def _join_line(client: Client, url: str, ca_pem: bytes) -> str:
+    """The command that adds a node to this cluster, as kubeadm init prints it: a join token of its own (valid for
+    a day) and the hash of the cluster CA the joining node pins."""
+    from minik.cli.token import up_join_token
+    from minik.security.ca import load_cert, public_key_hash
+    from minik.security.join import join_command
+
     try:
-        token = read_token(token_path(data_dir))
-    except OSError:
+        token = await up_join_token(client)
+    except (StatusError, TransportError) as exc:
+        return f"minik: warning: no join token was made ({exc}); make one with `minik token create`"
+    return f"minik: add a node with: {join_command(url, token, public_key_hash(load_cert(ca_pem)))}"
+
+
+def _detached_join_line(kubeconfig_path: Path, url: str) -> str:
+    """The join line for a cluster started in the background, made with the admin kubeconfig it wrote."""
+    try:
+        endpoint = kubeconfig.endpoint(kubeconfig_path)
+    except (kubeconfig.KubeconfigError, OSError):
         return ""
-    return f"minik: add a node with: minik node join --server {url} --token {token}"
+    if not endpoint.ca_data or not endpoint.server.startswith("https://"):
+        return ""  # plain HTTP on loopback: no CA to pin, nothing to join over
+    lines: list[str] = []
+
+    async def main() -> None:
+        async with Client.http(endpoint.server, endpoint.token, ssl=endpoint.ssl_context(),
+                               timeout_seconds=10) as client:
+            lines.append(await _join_line(client, url, endpoint.ca_data or b""))
+
+    run(main())
+    return lines[0]
 
 
 def _selector_args(name: str, data_dir: Path) -> str:
@@ -140,7 +165,8 @@ async def _serve(settings: ClusterSettings, instance: Instance, update_kubeconfi
         if settings.disabled:
             click.echo(f"minik: disabled: {', '.join(sorted(settings.disabled))}")
         click.echo(_ready_line(cluster.started_seconds, cluster.url, path), nl=True)
-        click.echo(_join_line(_join_url(settings.bind, cluster.url), settings.data_dir))
+        if creds is not None and cluster.client is not None:
+            click.echo(await _join_line(cluster.client, _join_url(settings.bind, cluster.url), creds.ca.cert_pem))
         sys.stdout.flush()
         await stop.wait()
     finally:
@@ -224,7 +250,9 @@ def _detach(ctx: click.Context, name: str, instance: Instance) -> None:
     click.echo(_ready_line(time.monotonic() - began, state.url, instance.kubeconfig_path))
     click.echo(f"minik: running in the background as PID {process.pid} (output in {console_path}); "
                f"stop it with: minik down{_selector_args(name, instance.data_dir)}")
-    click.echo(_join_line(_join_url(ctx.params["bind"], state.url), instance.data_dir))
+    join_line = _detached_join_line(instance.kubeconfig_path, _join_url(ctx.params["bind"], state.url))
+    if join_line:
+        click.echo(join_line)
 
 
 @click.command()

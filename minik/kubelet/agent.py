@@ -7,6 +7,7 @@ the cluster only through the client they are given.
 
 from __future__ import annotations
 
+import ssl
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from minik.client import Client
 from minik.kubelet.containers import ContainerConfigs
 from minik.kubelet.kubelet import Kubelet, KubeletSettings
 from minik.kubelet.node import NodeConfig, host_address, host_capacity, well_known_labels
-from minik.kubelet.server import DEFAULT_PORT, AllowAll, Authenticator, BearerToken, KubeletServer
+from minik.kubelet.server import DEFAULT_PORT, KubeletServer
 
 log = structlog.get_logger("minik.kubelet")
 
@@ -31,6 +32,10 @@ class AgentSettings:
 
     data_dir: Path
     """Where the kubelet keeps its identity (the id that labels its containers) and the pods' volumes."""
+
+    tls: ssl.SSLContext
+    """The server context of the kubelet's endpoint: the node's serving certificate, client certificates from
+    the cluster CA required (``minik.security.kubelet.serving_context``)."""
 
     runtime: str = "auto"
     """docker, process, fake, or auto (docker when an engine answers, else process)."""
@@ -54,9 +59,6 @@ class AgentSettings:
 
     port: int = DEFAULT_PORT
     """The kubelet's endpoint port (another free one when it is taken; 0 picks one)."""
-
-    token: str | None = None
-    """The bearer token callers of the kubelet's endpoint must present (None: anyone may call)."""
 
     kubelet: KubeletSettings = field(default_factory=KubeletSettings)
 
@@ -84,13 +86,12 @@ class NodeAgent:
             from minik.kubelet.dns import ClusterDns
 
             runtime.dns = ClusterDns(self.client)  # type: ignore[attr-defined]
-        authenticator: Authenticator = BearerToken(s.token) if s.token else AllowAll()
         kubelet: Kubelet | None = None
 
         def find_pod(namespace: str, name: str) -> Obj | None:
             return kubelet.find_pod(namespace, name) if kubelet is not None else None
 
-        self.server = KubeletServer(runtime, find_pod, authenticator)
+        self.server = KubeletServer(runtime, find_pod, s.tls)
         port = await self.server.start(s.bind, s.port)
         try:
             node = self.node_config(port)

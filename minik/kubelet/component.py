@@ -13,10 +13,9 @@ import structlog
 
 from minik.aio import start_task, stop_task
 from minik.client import Client
-from minik.jointoken import ensure_token
 from minik.kubelet.agent import AgentSettings, NodeAgent
 from minik.kubelet.kubelet import Kubelet, KubeletSettings
-from minik.kubelet.node import NodeConfig, well_known_labels
+from minik.kubelet.node import NodeConfig, host_address, well_known_labels
 
 if TYPE_CHECKING:
     from minik.cluster import ClusterSettings
@@ -74,8 +73,13 @@ class NodeComponent:
         s = self.settings
         name = s.node_name or default_node_name()
         data_dir = s.data_dir / "kubelet"
-        token = ensure_token(s.data_dir)  # the API server presents it to the kubelet's endpoint
-        agent = NodeAgent(self.client, AgentSettings(name, data_dir, s.node_runtime, token=token,
+        address = host_address()
+        # the endpoint's serving certificate, from the cluster CA in DATA_DIR/pki (made off the event loop: key
+        # generation and signing are CPU work)
+        from minik.security.kubelet import local_serving_context
+
+        tls = await asyncio.to_thread(local_serving_context, s.data_dir, name, (address,))
+        agent = NodeAgent(self.client, AgentSettings(name, data_dir, tls, s.node_runtime, address=address,
                                                      kubelet=self._kubelet_settings()))
         await agent.start()
         self.agent = agent

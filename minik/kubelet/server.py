@@ -6,17 +6,17 @@
   v5.channel.k8s.io (or v4), relayed to a command started in the container;
 - ``GET /healthz``.
 
-Who may call it is one replaceable piece (``Authenticator``): by default the cluster's shared token as a bearer
-token; the security work puts TLS and per-caller credentials in its place.
+It is served over TLS only (``minik.security.kubelet``): the node's serving certificate signed by the cluster CA,
+a client certificate from that CA required, and only admins' (the API server's ``apiserver-kubelet-client``,
+an admin's ``admin-client``) let through, on every path.
 """
 
 from __future__ import annotations
 
 import errno
-import hmac
 import ssl
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 import structlog
 from aiohttp import WSMsgType, web
@@ -27,35 +27,13 @@ from minik.api.errors import StatusError, bad_request, not_found
 from minik.api.params import non_negative_int
 from minik.api.podcontainers import resolve_container, waiting_reason
 from minik.kubelet.runtimes.base import ContainerInfo, ExecSession, PodRecord, Runtime, RuntimeFailure
+from minik.security.kubelet import access_middleware
 
 log = structlog.get_logger("minik.kubelet.server")
 
 Obj = dict[str, Any]
 
 DEFAULT_PORT = 10250
-
-
-class Authenticator(Protocol):
-    async def allowed(self, request: web.Request) -> bool:
-        """Whether this caller may read logs and run commands on the node."""
-
-
-class AllowAll:
-    """Anyone may call (only for a kubelet that listens on loopback)."""
-
-    async def allowed(self, request: web.Request) -> bool:
-        return True
-
-
-class BearerToken:
-    """The caller presents ``Authorization: Bearer TOKEN`` with the cluster's token (compared in constant time)."""
-
-    def __init__(self, token: str) -> None:
-        self._token = token.encode()
-
-    async def allowed(self, request: web.Request) -> bool:
-        scheme, _, value = request.headers.get("Authorization", "").partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), self._token)
 
 
 def _status(error: StatusError) -> web.Response:
@@ -68,16 +46,17 @@ def _flag(request: web.Request, name: str) -> bool:
 
 class KubeletServer:
     def __init__(self, runtime: Runtime, find_pod: Callable[[str, str], Obj | None],
-                 authenticator: Authenticator | None = None, ssl_context: ssl.SSLContext | None = None) -> None:
+                 ssl_context: ssl.SSLContext) -> None:
+        """``ssl_context``: the node's serving context (``minik.security.kubelet.serving_context``), which asks
+        every caller for a client certificate signed by the cluster CA."""
         self.runtime = runtime
         self.find_pod = find_pod
-        self.authenticator = authenticator or AllowAll()
         self.ssl_context = ssl_context
         self.port = 0
         self._runner: web.AppRunner | None = None
 
     def _app(self) -> web.Application:
-        app = web.Application(middlewares=[self._guard])
+        app = web.Application(middlewares=[access_middleware, self._statuses])
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._logs)
         app.router.add_route("*", "/exec/{namespace}/{pod}/{container}", self._exec)
@@ -107,9 +86,7 @@ class KubeletServer:
             self._runner = None
 
     @web.middleware
-    async def _guard(self, request: web.Request, handler: Any) -> web.StreamResponse:
-        if request.path != "/healthz" and not await self.authenticator.allowed(request):
-            return _status(StatusError(401, "Unauthorized", "Unauthorized"))
+    async def _statuses(self, request: web.Request, handler: Any) -> web.StreamResponse:
         try:
             return await handler(request)  # type: ignore[no-any-return]
         except StatusError as exc:

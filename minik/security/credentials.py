@@ -24,13 +24,13 @@ from minik.security.authn import AUTHENTICATED, StaticTokens
 from minik.security.authz import MASTERS
 from minik.security.ca import CertificateAuthority, Pki, ensure_certificate, load_or_create_ca
 from minik.security.files import write_private
+from minik.security.kubelet import APISERVER_CLIENT, APISERVER_CLIENT_CN
 
 ADMIN = User("kubernetes-admin", (MASTERS, AUTHENTICATED))
 #: the API server's own loopback identity (its writes of cluster-info, for instance)
 APISERVER = User("system:apiserver", (MASTERS, AUTHENTICATED))
 #: the identity of requests on the opt-in plain-HTTP loopback listener (Kubernetes' old insecure port)
 UNSECURED = User("system:unsecured", (MASTERS, AUTHENTICATED))
-KUBELET_CLIENT_CN = "kube-apiserver-kubelet-client"
 
 CLUSTER_DOMAIN_NAMES = ("kubernetes", "kubernetes.default", "kubernetes.default.svc",
                         "kubernetes.default.svc.cluster.local")
@@ -90,7 +90,7 @@ class ClusterCredentials:
         pki = Pki(data_dir / "pki")
         ca = load_or_create_ca(pki)
         serving = ensure_certificate(pki, ca, "apiserver", "kube-apiserver", names=names, server=True)
-        kubelet_client = ensure_certificate(pki, ca, "apiserver-kubelet-client", KUBELET_CLIENT_CN, (MASTERS,),
+        kubelet_client = ensure_certificate(pki, ca, APISERVER_CLIENT, APISERVER_CLIENT_CN, (MASTERS,),
                                             client=True)
         admin_client = ensure_certificate(pki, ca, "admin-client", ADMIN.name, (MASTERS,), client=True)
         token_path = pki.dir / "admin.token"

@@ -11,23 +11,33 @@ The pieces, for the kubelet's aiohttp server and for whoever calls it:
   admin's ``admin-client`` certificate in DATA_DIR/pki); anyone else gets 403 with Kubernetes' wording.
 - ``client_context(ca, cert, key)``: what the API server (or an admin) uses to call a kubelet, verifying the
   kubelet's serving certificate against the cluster CA.
+- ``local_serving_context(data_dir, node, addresses)`` and ``apiserver_client_context(data_dir)``: both ends as
+  `minik up` sets them up from DATA_DIR/pki (the CA is made there if the cluster has none yet: a cluster that
+  serves its API as plain HTTP on loopback still serves its kubelet only over TLS).
 """
 
 from __future__ import annotations
 
 import ssl
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
-from minik.security.ca import CertificateAuthority, Issued
+from minik.security.ca import CertificateAuthority, Issued, Pki, ensure_certificate, load_or_create_ca
 from minik.security.tokens import NODE_USER_PREFIX, NODES
 
 MASTERS = "system:masters"
+#: DATA_DIR/pki names of the API server's client certificate for kubelets (see minik.security.credentials)
+APISERVER_CLIENT = "apiserver-kubelet-client"
+APISERVER_CLIENT_CN = "kube-apiserver-kubelet-client"
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+#: DATA_DIR/pki is read and written from a worker thread (the local node) and the event loop (the API server)
+_PKI_LOCK = threading.Lock()
 
 
 def issue_serving_certificate(ca: CertificateAuthority, node: str, addresses: tuple[str, ...]) -> Issued:
@@ -52,6 +62,27 @@ def client_context(ca_pem: bytes, cert: Path, key: Path) -> ssl.SSLContext:
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.load_cert_chain(str(cert), str(key))
     return context
+
+
+def local_serving_context(data_dir: Path, node: str, addresses: tuple[str, ...]) -> ssl.SSLContext:
+    """The server context of the local node's kubelet in `minik up`: DATA_DIR/pki/kubelet-NODE.crt, issued by the
+    cluster CA for the node's name and addresses (again when they change)."""
+    pki = Pki(data_dir / "pki")
+    with _PKI_LOCK:
+        ca = load_or_create_ca(pki)
+        cert, key = ensure_certificate(pki, ca, f"kubelet-{node}", NODE_USER_PREFIX + node, (NODES,),
+                                       names=tuple(dict.fromkeys((node, *addresses))), server=True)
+    return serving_context(cert, key, ca.cert_pem)
+
+
+def apiserver_client_context(data_dir: Path) -> ssl.SSLContext:
+    """The API server's context for calls to kubelets: its ``apiserver-kubelet-client`` certificate (O
+    system:masters) from DATA_DIR/pki, trusting only the cluster CA."""
+    pki = Pki(data_dir / "pki")
+    with _PKI_LOCK:
+        ca = load_or_create_ca(pki)
+        cert, key = ensure_certificate(pki, ca, APISERVER_CLIENT, APISERVER_CLIENT_CN, (MASTERS,), client=True)
+    return client_context(ca.cert_pem, cert, key)
 
 
 def peer_identity(peercert: dict[str, Any] | None) -> tuple[str, tuple[str, ...]] | None:

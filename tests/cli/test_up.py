@@ -63,7 +63,8 @@ def test_up_detached_then_status_kubectl_get_and_down(tmp_path: Path) -> None:
     url, kubeconfig = ready.group(1), Path(ready.group(2))
     assert kubeconfig == data / "kubeconfig"
     assert re.match(r"^minik: running in the background as PID \d+ .*stop it with: minik down$", lines[2])
-    assert lines[3].startswith("minik: add a node with: minik node join --server https://127.0.0.1:")
+    assert re.fullmatch(rf"minik: add a node with: minik node join --server {re.escape(url)} --token "
+                        r"[a-z0-9]{6}\.[a-z0-9]{16} --ca-hash sha256:[0-9a-f]{64}", lines[3]), lines[3]
     try:
         assert stat.S_IMODE(kubeconfig.stat().st_mode) == 0o600
         assert http("GET", url + "/api/v1/namespaces/default", kubeconfig)["metadata"]["name"] == "default"
@@ -109,7 +110,8 @@ def test_up_detached_then_status_kubectl_get_and_down(tmp_path: Path) -> None:
     assert run(home, "down").stderr.strip() == "minik: cluster 'minik' is not running"
 
 
-def start(home: Path, data: Path) -> tuple[subprocess.Popen[str], str]:
+def start(home: Path, data: Path) -> tuple[subprocess.Popen[str], str, str]:
+    """`minik up` in the foreground: (the process, the API's URL, the join token its join command carries)."""
     process = subprocess.Popen(minik_command("up", "--data-dir", str(data), "--port", "0", "--sync", "NORMAL"),
                                env=subprocess_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert process.stdout is not None
@@ -124,10 +126,10 @@ def start(home: Path, data: Path) -> tuple[subprocess.Popen[str], str]:
     ready = READY.match(process.stdout.readline().rstrip("\n"))
     assert ready, "no ready line"
     assert ready.group(1) == listening.group(1)
-    token = (data / "join-token").read_text().strip()
-    assert process.stdout.readline() == f"minik: add a node with: minik node join --server {ready.group(1)} " \
-                                        f"--token {token}\n"
-    return process, ready.group(1)
+    join = re.fullmatch(rf"minik: add a node with: minik node join --server {re.escape(ready.group(1))} --token "
+                        r"([a-z0-9]{6}\.[a-z0-9]{16}) --ca-hash sha256:[0-9a-f]{64}\n", process.stdout.readline())
+    assert join, "no join line"
+    return process, ready.group(1), join.group(1)
 
 
 def stop(process: subprocess.Popen[str]) -> str:
@@ -139,7 +141,7 @@ def stop(process: subprocess.Popen[str]) -> str:
 
 def test_up_in_the_foreground_stops_on_sigterm_and_the_next_up_carries_on(tmp_path: Path) -> None:
     home, data = tmp_path / "home", tmp_path / "data"
-    process, url = start(home, data)
+    process, url, token = start(home, data)
     try:
         http("POST", url + "/api/v1/namespaces/default/configmaps", data / "kubeconfig",
              {"metadata": {"name": "kept"}})
@@ -150,7 +152,8 @@ def test_up_in_the_foreground_stops_on_sigterm_and_the_next_up_carries_on(tmp_pa
     assert not (data / "running.json").exists()
     assert run(home, "status", "--data-dir", str(data)).returncode == 3
 
-    process, url = start(home, data)
+    process, url, again = start(home, data)
+    assert again == token  # the join command's token lasts a day, as kubeadm init's
     try:
         assert http("GET", url + "/api/v1/namespaces/default/configmaps/kept",
                     data / "kubeconfig")["metadata"]["name"] == "kept"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import os
 import signal
 import sys
@@ -13,14 +14,33 @@ from pathlib import Path
 
 import aiodocker
 
+from minik.client import Client
+from minik.cluster import Cluster
 from minik.kubelet.runtimes.select import kubelet_id
+from minik.security import tokens
 from tests.kubelet.docker_helpers import remove_containers
 
 
-def join_command(server: str, token: str, name: str, data_dir: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "minik", "node", "join", "--server", server, "--token", token, "--name", name,
+def join_command(server: str, token: str | None, ca_hash: str | None, name: str, data_dir: Path,
+                 *extra: str) -> list[str]:
+    """`minik node join` as `minik up` prints it (without --token and --ca-hash when None: a restart)."""
+    credentials = (["--token", token] if token else []) + (["--ca-hash", ca_hash] if ca_hash else [])
+    return [sys.executable, "-m", "minik", "node", "join", "--server", server, *credentials, "--name", name,
             "--data-dir", str(data_dir), "--kubelet-port", "0", "--log-file", str(data_dir.parent / f"{name}.log"),
             *extra]
+
+
+async def join_token(client: Client) -> str:
+    """A join token, as `minik token create` makes it."""
+    token = tokens.new_bootstrap_token()
+    await client.create("secrets", tokens.bootstrap_secret(token, "node", datetime.timedelta(hours=1)),
+                        tokens.NAMESPACE)
+    return token
+
+
+def ca_hash(cluster: Cluster) -> str:
+    assert cluster.credentials is not None
+    return cluster.credentials.ca.hash
 
 
 async def start_join(command: list[str]) -> asyncio.subprocess.Process:
@@ -43,9 +63,9 @@ async def stop_join(process: asyncio.subprocess.Process) -> int:
 
 
 @contextlib.asynccontextmanager
-async def joined_node(server: str, token: str, name: str, data_dir: Path, *extra: str
+async def joined_node(server: str, token: str, ca_hash: str, name: str, data_dir: Path, *extra: str
                       ) -> AsyncIterator[asyncio.subprocess.Process]:
-    process = await start_join(join_command(server, token, name, data_dir, *extra))
+    process = await start_join(join_command(server, token, ca_hash, name, data_dir, *extra))
     try:
         yield process
     finally:

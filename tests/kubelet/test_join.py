@@ -1,6 +1,7 @@
-"""A second node joined with `minik node join` (a real process on the same Docker engine): it registers with
-the Node fields Kubernetes shows, takes pods from the scheduler, serves their logs, keeps to its own containers,
-and rides out an API server that goes away."""
+"""A second node joined with `minik node join` (a real process on the same Docker engine) to a cluster served
+over HTTPS as `minik up` serves it: the join pins the CA before it sends the token, the node registers with the
+Node fields Kubernetes shows, takes pods from the scheduler, serves their logs over TLS to the API server, keeps
+to its own containers, and rides out an API server that goes away (restarting needs no token)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,15 @@ from pathlib import Path
 
 import aiodocker
 
+from minik.api.errors import StatusError
 from minik.client import Client
 from minik.cluster import Cluster, ClusterSettings
 from minik.kubelet.component import NodeComponent
 from minik.kubelet.runtimes.select import kubelet_id
-from tests.kubelet.docker_helpers import NODE, DockerNode, busybox, docker_cluster, remove_containers
+from minik.security import tokens
+from tests.kubelet.docker_helpers import NODE, DockerNode, admin_client, busybox, docker_cluster, remove_containers
 from tests.kubelet.helpers import condition, container_state, phase, pod_manifest, wait_for_pod, wait_gone
-from tests.kubelet.join_helpers import join_command, joined_node, start_join, stop_join
+from tests.kubelet.join_helpers import ca_hash, join_command, join_token, joined_node, start_join, stop_join
 
 SECOND = "node-b"
 
@@ -32,18 +35,34 @@ async def wait_for_node(client: Client, name: str, timeout: float = 30) -> dict:
     raise AssertionError(f"node {name} did not become Ready")
 
 
+async def read_logs_eventually(client: Client, pod: str, timeout: float = 30) -> str:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            logs = await client.logs(pod, "default")
+            try:
+                return b"".join([chunk async for chunk in logs.chunks]).decode()
+            finally:
+                await logs.close()
+        except StatusError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)
+
+
 async def container_ids(node: DockerNode, pod: dict) -> list[str]:
     return sorted(c["Id"] for c in await node.containers(pod["metadata"]["uid"]))
 
 
 async def test_a_joined_node_registers_takes_scheduled_pods_and_serves_their_logs(tmp_path: Path) -> None:
-    async with docker_cluster(tmp_path / "c", disabled=frozenset({"controllers"})) as node:
+    async with docker_cluster(tmp_path / "c", disabled=frozenset({"controllers"}), insecure_loopback=False) as node:
         cluster, client = node.cluster, node.client
-        token_file = cluster.settings.data_dir / "join-token"
-        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
-        async with joined_node(cluster.url, cluster.join_token, SECOND, tmp_path / "b", "--runtime", "docker",
-                               "--labels", "tier=second", "--taints", "dedicated=second:NoSchedule",
-                               "--zone", "zone-b", "--region", "region-1"):
+        assert cluster.url.startswith("https://")
+        async with joined_node(cluster.url, await join_token(client), ca_hash(cluster), SECOND, tmp_path / "b",
+                               "--runtime", "docker", "--labels", "tier=second", "--taints",
+                               "dedicated=second:NoSchedule", "--zone", "zone-b", "--region", "region-1"):
+            for kept in ("kubelet.conf", "kubelet.key", "kubelet.crt", "ca.crt"):  # the node's own credential
+                assert stat.S_IMODE((tmp_path / "b" / "credentials" / kept).stat().st_mode) == 0o600
             joined = await wait_for_node(client, SECOND)
             labels = joined["metadata"]["labels"]
             assert labels["tier"] == "second" and labels["kubernetes.io/hostname"] == SECOND
@@ -57,6 +76,7 @@ async def test_a_joined_node_registers_takes_scheduled_pods_and_serves_their_log
             assert set(status["capacity"]) >= {"cpu", "memory", "ephemeral-storage", "pods"}
             lease = await client.get("leases", SECOND, "kube-node-lease")
             assert lease["spec"]["holderIdentity"] == SECOND
+            assert not (cluster.settings.data_dir / "join-token").exists()  # no shared secret: tokens expire
 
             script = "echo served by $(hostname); exec sleep 3600"
             await client.create("pods", pod_manifest("far", containers=[busybox("app", script)],
@@ -87,28 +107,47 @@ async def test_a_joined_node_registers_takes_scheduled_pods_and_serves_their_log
             assert "running" in container_state(await client.get("pods", "far", "default"))["state"]
 
 
-async def test_join_refuses_a_wrong_token_and_bad_labels(cluster: Cluster, tmp_path: Path) -> None:
-    for extra, message in (([], "refused the token (401 Unauthorized)"),
-                           (["--labels", "novalue"], "invalid label 'novalue'")):
-        command = join_command(cluster.url, "wrong0.0000000000000000", "refused", tmp_path / "r", "--runtime",
-                               "fake", *extra)
-        process = await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.PIPE,
-                                                       stderr=asyncio.subprocess.PIPE)
-        out, err = await asyncio.wait_for(process.communicate(), 60)
-        assert process.returncode != 0
-        assert message in err.decode(), err.decode()
-    assert (await cluster.client.list("nodes"))["items"] == []  # type: ignore[union-attr]
+async def run_join(command: list[str]) -> tuple[int, str]:
+    process = await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.PIPE,
+                                                   stderr=asyncio.subprocess.PIPE)
+    _, err = await asyncio.wait_for(process.communicate(), 60)
+    return process.returncode or 0, err.decode()
+
+
+async def test_join_refuses_a_wrong_ca_hash_a_wrong_token_and_bad_labels(tmp_path: Path) -> None:
+    settings = ClusterSettings(data_dir=tmp_path / "c", port=0, synchronous="NORMAL",
+                               disabled=frozenset({"scheduler", "controllers", "node", "proxy"}))
+    async with Cluster(settings) as cluster, admin_client(cluster) as admin:
+        token, pin = await join_token(admin), ca_hash(cluster)
+        wrong_pin = "sha256:" + "0" * 64
+        for given_token, given_pin, extra, message in (
+                (token, wrong_pin, [], "does not match the pinned hash sha256:0000"),
+                (token, None, [], "the CA hash is missing"),
+                ("wrong0.0000000000000000", pin, [], "the join token was refused"),
+                (token, pin, ["--labels", "novalue"], "invalid label 'novalue'")):
+            code, err = await run_join(join_command(cluster.url, given_token, given_pin, "refused",
+                                                    tmp_path / "r", "--runtime", "fake", *extra))
+            assert code != 0 and message in err, err
+            assert "Traceback" not in err
+        # the wrong pin stopped the join before the token left: nothing was exchanged for it
+        secrets = (await admin.list("secrets", tokens.NAMESPACE))["items"]
+        assert not [s for s in secrets if s["type"] == tokens.NODE_CREDENTIAL_TYPE]
+        assert (await admin.list("nodes"))["items"] == []
+        assert not (tmp_path / "r" / "credentials" / "kubelet.conf").exists()
 
 
 async def test_pods_keep_running_while_the_api_server_is_down_and_the_node_resyncs_after(tmp_path: Path) -> None:
     settings = ClusterSettings(data_dir=tmp_path / "c", port=0, synchronous="NORMAL",
-                               disabled=frozenset({"scheduler", "controllers", "node"}))
+                               disabled=frozenset({"scheduler", "controllers", "node", "proxy"}))
     cluster = Cluster(settings)
     await cluster.start()
-    token, port = cluster.join_token, cluster.port
-    process = await start_join(join_command(cluster.url, token, SECOND, tmp_path / "b", "--runtime", "docker"))
+    port = cluster.port
+    async with admin_client(cluster) as client:
+        token = await join_token(client)
+    process = await start_join(join_command(cluster.url, token, ca_hash(cluster), SECOND, tmp_path / "b",
+                                            "--runtime", "docker"))
     try:
-        async with Client.http(cluster.url) as client:
+        async with admin_client(cluster) as client:
             await wait_for_node(client, SECOND)
             await client.create("pods", pod_manifest("steady", node=SECOND,
                                                      containers=[busybox("app", "exec sleep 3600")]))
@@ -122,7 +161,7 @@ async def test_pods_keep_running_while_the_api_server_is_down_and_the_node_resyn
 
         cluster = Cluster(ClusterSettings(**{**settings.__dict__, "port": port}))
         await cluster.start()
-        async with Client.http(cluster.url) as client:
+        async with admin_client(cluster) as client:
             pod = await client.get("pods", "steady", "default")
             assert container_state(pod)["containerID"] == f"docker://{container}"
             await client.create("pods", pod_manifest("after", node=SECOND,
@@ -132,6 +171,14 @@ async def test_pods_keep_running_while_the_api_server_is_down_and_the_node_resyn
             await wait_gone(client, "pods", "steady", timeout=30)
             pod = await client.get("pods", "after", "default")
             assert container_state(pod)["restartCount"] == 0
+
+        assert await stop_join(process) == 0  # the node restarts on its saved credential: no token, no pin
+        process = await start_join(join_command(cluster.url, None, None, SECOND, tmp_path / "b", "--runtime",
+                                                "docker"))
+        async with admin_client(cluster) as client:
+            await wait_for_node(client, SECOND)
+            await read_logs_eventually(client, "after")  # the new kubelet's endpoint (a new port) serves them
+            assert container_state(await client.get("pods", "after", "default"))["restartCount"] == 0
     finally:
         assert await stop_join(process) == 0
         await cluster.stop()

@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from minik.client import Client
 from minik.cluster import Cluster
 from minik.kubelet.dns import ClusterDns, PodDns, pod_dns, read_resolv_conf
 
@@ -57,7 +56,7 @@ def test_the_nodes_resolv_conf_is_read(tmp_path: Path) -> None:
 
 async def test_the_cluster_dns_is_the_kube_dns_service_once_it_exists(cluster: Cluster) -> None:
     assert cluster.api is not None
-    async with Client.in_process(cluster.api) as client:
+    async with cluster.in_process_client() as client:
         dns = ClusterDns(client)
         assert await dns.for_pod(pod()) is None  # no DNS service (yet): the node's resolver
         await client.create("services", {"metadata": {"name": "kube-dns"}, "spec": {

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from minik.client import Client
 from minik.cluster import Cluster
 from minik.kubelet.containers import ContainerConfigs
 
@@ -16,7 +15,7 @@ def service(name: str, ip: str, port: int = 80) -> dict:
 async def test_containers_get_their_namespaces_services_and_their_own_env_wins(cluster: Cluster,
                                                                               tmp_path: Path) -> None:
     assert cluster.api is not None
-    async with Client.in_process(cluster.api) as client:
+    async with cluster.in_process_client() as client:
         await client.create("namespaces", {"metadata": {"name": "shop"}})
         await client.create("services", service("web-front", "10.96.7.7"), "shop")
         await client.create("services", service("db", "10.96.8.8", 5432), "shop")
