@@ -7,6 +7,7 @@ is on disk.
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import ssl
 import sys
@@ -26,7 +27,7 @@ from minik.apiserver.limits import Limits
 from minik.apiserver.request import User
 from minik.apiserver.server import ApiServer, ApiSettings
 from minik.client import Client
-from minik.security import authz, joinserver
+from minik.security import authz
 from minik.security.authn import StaticTokens, TokenAuthenticator
 from minik.security.authz import RoleAuthorizer
 from minik.security.credentials import ADMIN, APISERVER, UNSECURED, ClusterCredentials, mint, serving_names
@@ -268,11 +269,21 @@ class Cluster:
         s = self.settings
         s.data_dir.mkdir(parents=True, exist_ok=True)
         sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_INTERVAL_SECONDS))
+        credentials: asyncio.Future[ClusterCredentials] | None = None
         if self.secure:
             names = serving_names(s.bind, str(next(ipaddress.ip_network(s.service_cidr, strict=False).hosts())),
                                   s.tls_sans)
-            self.credentials = ClusterCredentials.load_or_create(s.data_dir, names, self.tokens)
-        self.store = await Store.open(StoreSettings(path=s.db_path, synchronous=s.synchronous, **s.store))  # type: ignore[arg-type]
+            # the CA and serving certificate are made (or read) in a worker thread while the store opens: their
+            # file writes and fsyncs overlap the store's, and the event loop stays free
+            credentials = asyncio.ensure_future(asyncio.to_thread(ClusterCredentials.load_or_create, s.data_dir,
+                                                                  names, self.tokens))
+        try:
+            settings = StoreSettings(path=s.db_path, synchronous=s.synchronous, **s.store)  # type: ignore[arg-type]
+            self.store = await Store.open(settings)
+        except BaseException:
+            if credentials is not None:
+                await asyncio.wait([credentials])  # a thread cannot be cancelled: let it finish
+            raise
         for suffix in ("", "-wal", "-shm"):  # the store holds the bootstrap tokens: owner only
             restrict(s.db_path.with_name(s.db_path.name + suffix))
         self.progress(f"store {s.db_path} open at revision {self.store.revision}")
@@ -286,6 +297,9 @@ class Cluster:
                                  authenticator=TokenAuthenticator(reader, self.tokens),
                                  authorizer=RoleAuthorizer(self.store))
             await self.api.bootstrap()
+            if credentials is not None:
+                self.credentials = await credentials
+                credentials = None
             server = build_server(self.api, user=None if self.secure else UNSECURED)
             self._runner = web.ServerRunner(server, shutdown_timeout=s.shutdown_timeout_seconds)
             await self._runner.setup()
@@ -299,10 +313,16 @@ class Cluster:
             self.progress(f"API server listening on {self.url}")
             self.client = self.in_process_client(APISERVER)
             if self.credentials is not None:
+                from minik.security import joinserver
+
                 self.api.extensions[joinserver.PATH] = joinserver.JoinServer(self.client, self.credentials.ca).handle
                 await joinserver.publish_cluster_info(self.client, self.url, self.credentials.ca.cert_pem)
             await self._start_components()
+            if self.credentials is not None:  # for the kubelets and admins who reach them; not needed to serve
+                self.credentials.ensure_client_certificates()
         except BaseException:
+            if credentials is not None:
+                await asyncio.wait([credentials])
             await self.stop()
             raise
         self.started_seconds = time.perf_counter() - began

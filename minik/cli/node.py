@@ -15,6 +15,7 @@ import ssl
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -28,8 +29,9 @@ from minik.kubelet.agent import AgentSettings, NodeAgent
 from minik.kubelet.component import default_node_name
 from minik.kubelet.node import host_address, parse_labels, parse_taints
 from minik.kubelet.server import DEFAULT_PORT
-from minik.security.join import JoinedNode, JoinError, join_cluster
-from minik.security.kubelet import serving_context
+
+if TYPE_CHECKING:
+    from minik.security.join import JoinedNode
 
 #: where a joined node keeps its credential (kubelet.conf, kubelet.crt/.key, ca.crt), under its data directory
 CREDENTIALS_DIR = "credentials"
@@ -54,7 +56,7 @@ def node() -> None:
     """Nodes of a cluster: `minik node join` runs one for this machine."""
 
 
-async def _check_server(joined: JoinedNode) -> None:
+async def _check_server(joined: "JoinedNode") -> None:
     """Fail early and clearly when the server cannot be reached or refuses the node's credential."""
     async with joined.client(timeout_seconds=10) as client:
         try:
@@ -71,6 +73,9 @@ async def _check_server(joined: JoinedNode) -> None:
 
 async def _serve(server: str, token: str | None, ca_hash: str | None, state_dir: Path, name: str,
                  address: str, make_settings: Callable[[ssl.SSLContext], AgentSettings]) -> None:
+    from minik.security.join import JoinError, join_cluster  # cryptography: only for a node that joins
+    from minik.security.kubelet import serving_context
+
     try:
         joined = await join_cluster(server, token, ca_hash, name, state_dir, addresses=(address,))
     except JoinError as exc:

@@ -13,8 +13,6 @@ from minik.cli.common import Session, fail, target_options
 from minik.cli.output import align, human_duration
 from minik.client import Client
 from minik.security import tokens
-from minik.security.ca import CertificateError, load_cert, public_key_hash
-from minik.security.join import join_command
 
 
 #: the join command `minik up` prints carries a token of its own, as kubeadm init's does: valid for a day, made
@@ -61,6 +59,8 @@ def _ca_hash(session: Session) -> str | None:
     data = session.endpoint.ca_data
     if not data:
         return None
+    from minik.security.ca import CertificateError, load_cert, public_key_hash
+
     try:
         return public_key_hash(load_cert(data))
     except CertificateError:
@@ -91,6 +91,8 @@ def create(ttl: datetime.timedelta, role: str, description: str, print_join_comm
             await client.create("secrets", secret, tokens.NAMESPACE)
 
     session.run(main)
+    from minik.security.join import join_command
+
     ca_hash = _ca_hash(session)
     command = join_command(session.endpoint.server, value, ca_hash) if ca_hash else None
     if print_join_command:

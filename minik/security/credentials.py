@@ -16,21 +16,26 @@ import ipaddress
 import secrets
 import socket
 import ssl
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from minik.apiserver.request import User
 from minik.security.authn import AUTHENTICATED, StaticTokens
 from minik.security.authz import MASTERS
-from minik.security.ca import CertificateAuthority, Pki, ensure_certificate, load_or_create_ca
 from minik.security.files import write_private
-from minik.security.kubelet import APISERVER_CLIENT, APISERVER_CLIENT_CN
+from minik.security.kubelet import APISERVER_CLIENT, APISERVER_CLIENT_CN, PKI_LOCK
+
+if TYPE_CHECKING:  # the ca module imports cryptography (~50 ms): only a cluster that makes or reads its CA pays
+    from minik.security.ca import CertificateAuthority, Pki
 
 ADMIN = User("kubernetes-admin", (MASTERS, AUTHENTICATED))
 #: the API server's own loopback identity (its writes of cluster-info, for instance)
 APISERVER = User("system:apiserver", (MASTERS, AUTHENTICATED))
 #: the identity of requests on the opt-in plain-HTTP loopback listener (Kubernetes' old insecure port)
 UNSECURED = User("system:unsecured", (MASTERS, AUTHENTICATED))
+
+ADMIN_CLIENT = "admin-client"
 
 CLUSTER_DOMAIN_NAMES = ("kubernetes", "kubernetes.default", "kubernetes.default.svc",
                         "kubernetes.default.svc.cluster.local")
@@ -80,26 +85,50 @@ class ClusterCredentials:
     pki: Pki
     ca: CertificateAuthority
     serving: tuple[Path, Path]
-    kubelet_client: tuple[Path, Path]
-    admin_client: tuple[Path, Path]
     admin_token: str
+    _clients: dict[str, tuple[Path, Path]] = field(default_factory=dict)
 
     @classmethod
     def load_or_create(cls, data_dir: Path, names: tuple[str, ...], static: StaticTokens) -> "ClusterCredentials":
-        """Read DATA_DIR/pki, making what is missing, and register the admin token with ``static``."""
+        """Read DATA_DIR/pki, making what is missing, and register the admin token with ``static``: what the API
+        server needs to listen. The client certificates are made on first use (``kubelet_client``,
+        ``admin_client``; the cluster asks for them once it is serving)."""
+        from minik.security.ca import Pki, ensure_certificate, load_or_create_ca
+
         pki = Pki(data_dir / "pki")
         ca = load_or_create_ca(pki)
         serving = ensure_certificate(pki, ca, "apiserver", "kube-apiserver", names=names, server=True)
-        kubelet_client = ensure_certificate(pki, ca, APISERVER_CLIENT, APISERVER_CLIENT_CN, (MASTERS,),
-                                            client=True)
-        admin_client = ensure_certificate(pki, ca, "admin-client", ADMIN.name, (MASTERS,), client=True)
         token_path = pki.dir / "admin.token"
         token = token_path.read_text().strip() if token_path.exists() else ""
         if len(token) < 32:
             token = new_static_token()
             write_private(token_path, token.encode())
         static.add(token, ADMIN)
-        return cls(pki, ca, serving, kubelet_client, admin_client, token)
+        return cls(pki, ca, serving, token)
+
+    def _client(self, name: str, common_name: str) -> tuple[Path, Path]:
+        with PKI_LOCK:  # DATA_DIR/pki is also written from a worker thread (the local node's certificate)
+            if name not in self._clients:
+                from minik.security.ca import ensure_certificate
+
+                self._clients[name] = ensure_certificate(self.pki, self.ca, name, common_name, (MASTERS,),
+                                                         client=True)
+            return self._clients[name]
+
+    def ensure_client_certificates(self) -> None:
+        """Make (or check) both client certificates now."""
+        self._client(APISERVER_CLIENT, APISERVER_CLIENT_CN)
+        self._client(ADMIN_CLIENT, ADMIN.name)
+
+    @property
+    def kubelet_client(self) -> tuple[Path, Path]:
+        """The API server's client certificate for kubelets (O system:masters)."""
+        return self._client(APISERVER_CLIENT, APISERVER_CLIENT_CN)
+
+    @property
+    def admin_client(self) -> tuple[Path, Path]:
+        """An admin's client certificate, for reaching a kubelet directly (O system:masters)."""
+        return self._client(ADMIN_CLIENT, ADMIN.name)
 
     def server_ssl_context(self) -> ssl.SSLContext:
         """TLS 1.2+ with the serving certificate; client certificates are not asked for (bearer tokens are the

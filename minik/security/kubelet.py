@@ -22,12 +22,14 @@ import ssl
 import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from minik.security.ca import CertificateAuthority, Issued, Pki, ensure_certificate, load_or_create_ca
 from minik.security.tokens import NODE_USER_PREFIX, NODES
+
+if TYPE_CHECKING:  # imported where used: the ca module imports cryptography, which the endpoint's checks need not
+    from minik.security.ca import CertificateAuthority, Issued
 
 MASTERS = "system:masters"
 #: DATA_DIR/pki names of the API server's client certificate for kubelets (see minik.security.credentials)
@@ -37,7 +39,7 @@ APISERVER_CLIENT_CN = "kube-apiserver-kubelet-client"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 #: DATA_DIR/pki is read and written from a worker thread (the local node) and the event loop (the API server)
-_PKI_LOCK = threading.Lock()
+PKI_LOCK = threading.Lock()
 
 
 def issue_serving_certificate(ca: CertificateAuthority, node: str, addresses: tuple[str, ...]) -> Issued:
@@ -67,8 +69,10 @@ def client_context(ca_pem: bytes, cert: Path, key: Path) -> ssl.SSLContext:
 def local_serving_context(data_dir: Path, node: str, addresses: tuple[str, ...]) -> ssl.SSLContext:
     """The server context of the local node's kubelet in `minik up`: DATA_DIR/pki/kubelet-NODE.crt, issued by the
     cluster CA for the node's name and addresses (again when they change)."""
+    from minik.security.ca import Pki, ensure_certificate, load_or_create_ca
+
     pki = Pki(data_dir / "pki")
-    with _PKI_LOCK:
+    with PKI_LOCK:
         ca = load_or_create_ca(pki)
         cert, key = ensure_certificate(pki, ca, f"kubelet-{node}", NODE_USER_PREFIX + node, (NODES,),
                                        names=tuple(dict.fromkeys((node, *addresses))), server=True)
@@ -78,8 +82,10 @@ def local_serving_context(data_dir: Path, node: str, addresses: tuple[str, ...])
 def apiserver_client_context(data_dir: Path) -> ssl.SSLContext:
     """The API server's context for calls to kubelets: its ``apiserver-kubelet-client`` certificate (O
     system:masters) from DATA_DIR/pki, trusting only the cluster CA."""
+    from minik.security.ca import Pki, ensure_certificate, load_or_create_ca
+
     pki = Pki(data_dir / "pki")
-    with _PKI_LOCK:
+    with PKI_LOCK:
         ca = load_or_create_ca(pki)
         cert, key = ensure_certificate(pki, ca, APISERVER_CLIENT, APISERVER_CLIENT_CN, (MASTERS,), client=True)
     return client_context(ca.cert_pem, cert, key)
