@@ -315,8 +315,9 @@ class Cluster:
             if self.credentials is not None:
                 from minik.security import joinserver
 
-                self.api.extensions[joinserver.PATH] = joinserver.JoinServer(self.client, self.credentials.ca).handle
-                await joinserver.publish_cluster_info(self.client, self.url, self.credentials.ca.cert_pem)
+                creds = self.credentials
+                self.api.extensions[joinserver.PATH] = joinserver.JoinServer(self.client, lambda: creds.ca).handle
+                await joinserver.publish_cluster_info(self.client, self.url, creds.ca_pem)
             await self._start_components()
             if self.credentials is not None:  # for the kubelets and admins who reach them; not needed to serve
                 self.credentials.ensure_client_certificates()

@@ -88,18 +88,17 @@ def _join_url(bind: str, url: str) -> str:
     return f"{scheme}://{host_address()}:{port}"
 
 
-async def _join_line(client: Client, url: str, ca_pem: bytes) -> str:
+async def _join_line(client: Client, url: str, ca_hash: str) -> str:
     """The command that adds a node to this cluster, as kubeadm init prints it: a join token of its own (valid for
     a day) and the hash of the cluster CA the joining node pins."""
     from minik.cli.token import up_join_token
-    from minik.security.ca import load_cert, public_key_hash
     from minik.security.join import join_command
 
     try:
         token = await up_join_token(client)
     except (StatusError, TransportError) as exc:
         return f"minik: warning: no join token was made ({exc}); make one with `minik token create`"
-    return f"minik: add a node with: {join_command(url, token, public_key_hash(load_cert(ca_pem)))}"
+    return f"minik: add a node with: {join_command(url, token, ca_hash)}"
 
 
 def _detached_join_line(kubeconfig_path: Path, url: str) -> str:
@@ -110,12 +109,14 @@ def _detached_join_line(kubeconfig_path: Path, url: str) -> str:
         return ""
     if not endpoint.ca_data or not endpoint.server.startswith("https://"):
         return ""  # plain HTTP on loopback: no CA to pin, nothing to join over
+    from minik.security.ca import load_cert, public_key_hash
+
     lines: list[str] = []
 
     async def main() -> None:
         async with Client.http(endpoint.server, endpoint.token, ssl=endpoint.ssl_context(),
                                timeout_seconds=10) as client:
-            lines.append(await _join_line(client, url, endpoint.ca_data or b""))
+            lines.append(await _join_line(client, url, public_key_hash(load_cert(endpoint.ca_data or b""))))
 
     run(main())
     return lines[0]
@@ -153,7 +154,7 @@ async def _serve(settings: ClusterSettings, instance: Instance, update_kubeconfi
         path = instance.kubeconfig_path
         creds = cluster.credentials
         config = kubeconfig.for_cluster(settings.name, cluster.url,
-                                        ca_data=creds.ca.cert_pem if creds is not None else None,
+                                        ca_data=creds.ca_pem if creds is not None else None,
                                         token=creds.admin_token if creds is not None else None)
         try:
             kubeconfig.write(path, config)
@@ -166,7 +167,7 @@ async def _serve(settings: ClusterSettings, instance: Instance, update_kubeconfi
             click.echo(f"minik: disabled: {', '.join(sorted(settings.disabled))}")
         click.echo(_ready_line(cluster.started_seconds, cluster.url, path), nl=True)
         if creds is not None and cluster.client is not None:
-            click.echo(await _join_line(cluster.client, _join_url(settings.bind, cluster.url), creds.ca.cert_pem))
+            click.echo(await _join_line(cluster.client, _join_url(settings.bind, cluster.url), creds.ca_hash))
         sys.stdout.flush()
         await stop.wait()
     finally:

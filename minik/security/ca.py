@@ -23,12 +23,13 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from minik.security import pkicache
 from minik.security.files import private_dir, write_private
 
 CA_DAYS = 3650
 CERT_DAYS = 365
 #: a certificate with less time than this left is issued again at start-up
-RENEW_BEFORE = datetime.timedelta(days=30)
+RENEW_BEFORE = datetime.timedelta(seconds=pkicache.RENEW_BEFORE_SECONDS)
 
 PrivateKey = ec.EllipticCurvePrivateKey
 IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -296,12 +297,15 @@ def ensure_certificate(pki: Pki, ca: CertificateAuthority, name: str, common_nam
     cert_path, key_path = pki.cert(name), pki.key(name)
     if cert_path.exists() and key_path.exists():
         try:
-            if _still_good(load_cert(cert_path.read_bytes()), ca, names):
+            cert = load_cert(cert_path.read_bytes())
+            if _still_good(cert, ca, names):
                 load_key(key_path.read_bytes())
+                pkicache.remember(pki.dir, name, names, cert.not_valid_after_utc.timestamp(), ca.hash)
                 return cert_path, key_path
         except CertificateError:
             pass
     issued = ca.issue(common_name, organizations, names=names, server=server, client=client)
     write_private(key_path, issued.key_pem)
     write_private(cert_path, issued.cert_pem)
+    pkicache.remember(pki.dir, name, names, issued.cert.not_valid_after_utc.timestamp(), ca.hash)
     return cert_path, key_path

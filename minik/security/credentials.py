@@ -23,11 +23,12 @@ from typing import TYPE_CHECKING
 from minik.apiserver.request import User
 from minik.security.authn import AUTHENTICATED, StaticTokens
 from minik.security.authz import MASTERS
+from minik.security import pkicache
 from minik.security.files import write_private
 from minik.security.kubelet import APISERVER_CLIENT, APISERVER_CLIENT_CN, PKI_LOCK
 
 if TYPE_CHECKING:  # the ca module imports cryptography (~50 ms): only a cluster that makes or reads its CA pays
-    from minik.security.ca import CertificateAuthority, Pki
+    from minik.security.ca import CertificateAuthority
 
 ADMIN = User("kubernetes-admin", (MASTERS, AUTHENTICATED))
 #: the API server's own loopback identity (its writes of cluster-info, for instance)
@@ -82,38 +83,64 @@ def serving_names(bind: str, service_ip: str | None, extra: tuple[str, ...] = ()
 
 @dataclass
 class ClusterCredentials:
-    pki: Pki
-    ca: CertificateAuthority
+    pki_dir: Path
+    ca_pem: bytes
+    ca_hash: str
+    """The pin a joining node checks the CA against (``sha256:<hex>``)."""
     serving: tuple[Path, Path]
     admin_token: str
+    _ca: CertificateAuthority | None = None
     _clients: dict[str, tuple[Path, Path]] = field(default_factory=dict)
 
     @classmethod
     def load_or_create(cls, data_dir: Path, names: tuple[str, ...], static: StaticTokens) -> "ClusterCredentials":
         """Read DATA_DIR/pki, making what is missing, and register the admin token with ``static``: what the API
-        server needs to listen. The client certificates are made on first use (``kubelet_client``,
-        ``admin_client``; the cluster asks for them once it is serving)."""
-        from minik.security.ca import Pki, ensure_certificate, load_or_create_ca
-
-        pki = Pki(data_dir / "pki")
-        ca = load_or_create_ca(pki)
-        serving = ensure_certificate(pki, ca, "apiserver", "kube-apiserver", names=names, server=True)
-        token_path = pki.dir / "admin.token"
+        server needs to listen. A restart whose serving certificate is still good reads files only (see
+        minik.security.pkicache); the CA's key is loaded when something must be signed. The client
+        certificates are made on first use (``kubelet_client``, ``admin_client``; the cluster asks for them once
+        it is serving)."""
+        pki_dir = data_dir / "pki"
+        token_path = pki_dir / "admin.token"
         token = token_path.read_text().strip() if token_path.exists() else ""
+        ca: CertificateAuthority | None = None
+        ca_hash = pkicache.fresh(pki_dir, "apiserver", names)
+        if ca_hash is not None:
+            ca_pem = (pki_dir / "ca.crt").read_bytes()
+        else:
+            from minik.security.ca import Pki, ensure_certificate, load_or_create_ca
+
+            pki = Pki(pki_dir)
+            ca = load_or_create_ca(pki)
+            ensure_certificate(pki, ca, "apiserver", "kube-apiserver", names=names, server=True)
+            ca_pem, ca_hash = ca.cert_pem, ca.hash
         if len(token) < 32:
             token = new_static_token()
             write_private(token_path, token.encode())
         static.add(token, ADMIN)
-        return cls(pki, ca, serving, token)
+        return cls(pki_dir, ca_pem, ca_hash, (pki_dir / "apiserver.crt", pki_dir / "apiserver.key"), token, ca)
+
+    @property
+    def ca(self) -> CertificateAuthority:
+        """The CA with its key (read from DATA_DIR/pki on first use: signing a node's certificate, say)."""
+        with PKI_LOCK:
+            if self._ca is None:
+                from minik.security.ca import Pki, load_or_create_ca
+
+                self._ca = load_or_create_ca(Pki(self.pki_dir))
+            return self._ca
 
     def _client(self, name: str, common_name: str) -> tuple[Path, Path]:
-        with PKI_LOCK:  # DATA_DIR/pki is also written from a worker thread (the local node's certificate)
-            if name not in self._clients:
-                from minik.security.ca import ensure_certificate
+        if name not in self._clients:
+            if pkicache.fresh(self.pki_dir, name, ()) is not None:
+                self._clients[name] = (self.pki_dir / f"{name}.crt", self.pki_dir / f"{name}.key")
+            else:
+                from minik.security.ca import Pki, ensure_certificate
 
-                self._clients[name] = ensure_certificate(self.pki, self.ca, name, common_name, (MASTERS,),
-                                                         client=True)
-            return self._clients[name]
+                ca = self.ca
+                with PKI_LOCK:  # DATA_DIR/pki is also written from a worker thread (the local node's certificate)
+                    self._clients[name] = ensure_certificate(Pki(self.pki_dir), ca, name, common_name, (MASTERS,),
+                                                             client=True)
+        return self._clients[name]
 
     def ensure_client_certificates(self) -> None:
         """Make (or check) both client certificates now."""

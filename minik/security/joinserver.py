@@ -12,7 +12,8 @@ a join token must not be able to take over a node that has joined; revoke the ol
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import structlog
@@ -26,7 +27,9 @@ from minik.client import Client
 from minik.security import tokens
 from minik.security.authn import is_anonymous
 from minik.security.authz import JOIN_GROUP, is_admin
-from minik.security.ca import CertificateAuthority, CertificateError
+
+if TYPE_CHECKING:
+    from minik.security.ca import CertificateAuthority
 
 log = structlog.get_logger("minik.security.join")
 
@@ -69,7 +72,8 @@ def _forbidden(user: User) -> StatusError:
 class JoinServer:
     """Handles ``POST /minik/v1/nodecredentials`` with the API server's own client (identity system:apiserver)."""
 
-    def __init__(self, client: Client, ca: CertificateAuthority) -> None:
+    def __init__(self, client: Client, ca: Callable[[], CertificateAuthority]) -> None:
+        """``ca`` gives the cluster CA with its key (read when the first join comes)."""
         self.client = client
         self.ca = ca
 
@@ -103,8 +107,10 @@ class JoinServer:
         assert isinstance(node, str)
         serving = None
         if csr:
+            from minik.security.ca import CertificateError
+
             try:
-                serving = self.ca.sign_request(csr.encode(), tokens.NODE_USER_PREFIX + node, (tokens.NODES,),
+                serving = self.ca().sign_request(csr.encode(), tokens.NODE_USER_PREFIX + node, (tokens.NODES,),
                                                server=True)
             except CertificateError as exc:
                 raise invalid("NodeCredentialRequest", "minik.io", node, [
@@ -123,7 +129,7 @@ class JoinServer:
         log.info("node credential issued", node=node, by=user.name, token_id=token.split(".")[0])
         answer: Obj = {"kind": "NodeCredential", "apiVersion": API_VERSION, "nodeName": node,
                        "user": tokens.NODE_USER_PREFIX + node, "groups": [tokens.NODES], "token": token,
-                       "caCertificate": self.ca.cert_pem.decode()}
+                       "caCertificate": self.ca().cert_pem.decode()}
         if serving is not None:
             answer["servingCertificate"] = serving.cert_pem.decode()
         return ApiResponse.json(answer, 201)

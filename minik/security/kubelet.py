@@ -69,26 +69,35 @@ def client_context(ca_pem: bytes, cert: Path, key: Path) -> ssl.SSLContext:
 def local_serving_context(data_dir: Path, node: str, addresses: tuple[str, ...]) -> ssl.SSLContext:
     """The server context of the local node's kubelet in `minik up`: DATA_DIR/pki/kubelet-NODE.crt, issued by the
     cluster CA for the node's name and addresses (again when they change)."""
-    from minik.security.ca import Pki, ensure_certificate, load_or_create_ca
-
-    pki = Pki(data_dir / "pki")
-    with PKI_LOCK:
-        ca = load_or_create_ca(pki)
-        cert, key = ensure_certificate(pki, ca, f"kubelet-{node}", NODE_USER_PREFIX + node, (NODES,),
-                                       names=tuple(dict.fromkeys((node, *addresses))), server=True)
-    return serving_context(cert, key, ca.cert_pem)
+    names = tuple(dict.fromkeys((node, *addresses)))
+    cert, key, ca_pem = _ensure(data_dir, f"kubelet-{node}", NODE_USER_PREFIX + node, (NODES,), names,
+                                server=True)
+    return serving_context(cert, key, ca_pem)
 
 
 def apiserver_client_context(data_dir: Path) -> ssl.SSLContext:
     """The API server's context for calls to kubelets: its ``apiserver-kubelet-client`` certificate (O
     system:masters) from DATA_DIR/pki, trusting only the cluster CA."""
-    from minik.security.ca import Pki, ensure_certificate, load_or_create_ca
+    cert, key, ca_pem = _ensure(data_dir, APISERVER_CLIENT, APISERVER_CLIENT_CN, (MASTERS,), (), client=True)
+    return client_context(ca_pem, cert, key)
 
-    pki = Pki(data_dir / "pki")
+
+def _ensure(data_dir: Path, name: str, common_name: str, groups: tuple[str, ...], names: tuple[str, ...], *,
+            server: bool = False, client: bool = False) -> tuple[Path, Path, bytes]:
+    """DATA_DIR/pki/NAME.crt and .key (read as files when still good, else checked or issued by the CA, made if
+    the cluster has none yet) and the CA certificate."""
+    from minik.security import pkicache
+
+    pki_dir = data_dir / "pki"
+    cert, key = pki_dir / f"{name}.crt", pki_dir / f"{name}.key"
     with PKI_LOCK:
-        ca = load_or_create_ca(pki)
-        cert, key = ensure_certificate(pki, ca, APISERVER_CLIENT, APISERVER_CLIENT_CN, (MASTERS,), client=True)
-    return client_context(ca.cert_pem, cert, key)
+        if pkicache.fresh(pki_dir, name, names) is None:
+            from minik.security.ca import Pki, ensure_certificate, load_or_create_ca
+
+            pki = Pki(pki_dir)
+            cert, key = ensure_certificate(pki, load_or_create_ca(pki), name, common_name, groups, names=names,
+                                           server=server, client=client)
+        return cert, key, (pki_dir / "ca.crt").read_bytes()
 
 
 def peer_identity(peercert: dict[str, Any] | None) -> tuple[str, tuple[str, ...]] | None:

@@ -212,7 +212,7 @@ class ClusterThread:
         return str(self.cluster.admin_token)
 
     def connection(self) -> http.client.HTTPSConnection:
-        context = ssl.create_default_context(cadata=self.cluster.credentials.ca.cert_pem.decode())
+        context = ssl.create_default_context(cadata=self.cluster.credentials.ca_pem.decode())
         return http.client.HTTPSConnection("127.0.0.1", self.cluster.port, context=context, timeout=30)
 
     def openapi(self) -> dict[str, dict[str, Any]]:

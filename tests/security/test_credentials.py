@@ -58,3 +58,31 @@ def test_minik_up_refuses_insecure_beyond_loopback(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert result.output.strip() == ("error: --insecure-loopback serves plain HTTP and only on a loopback address, "
                                      "not on 0.0.0.0")
+
+
+RESTART = """
+import asyncio, sys
+from pathlib import Path
+from minik.cluster import COMPONENTS, Cluster, ClusterSettings
+
+async def main() -> None:
+    cluster = Cluster(ClusterSettings(data_dir=Path(sys.argv[1]), port=0, synchronous="NORMAL",
+                                      disabled=frozenset(COMPONENTS)))
+    await cluster.start()
+    print("served", cluster.url.split(":")[0], "cryptography" in sys.modules)
+    await cluster.stop()
+
+asyncio.run(main())
+"""
+
+
+def test_a_restart_with_good_certificates_serves_https_without_importing_cryptography(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    runs = [subprocess.run([sys.executable, "-c", RESTART, str(tmp_path / "c")], capture_output=True, text=True,
+                           timeout=60, env=env) for _ in range(2)]
+    served = [[line.split()[1:] for line in run.stdout.splitlines() if line.startswith("served ")] for run in runs]
+    assert served == [[["https", "True"]], [["https", "False"]]], runs[-1].stderr  # the first start makes the CA
