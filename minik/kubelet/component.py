@@ -81,8 +81,8 @@ class NodeComponent:
         tls = await asyncio.to_thread(local_serving_context, s.data_dir, name, (address,))
         agent = NodeAgent(self.client, AgentSettings(name, data_dir, tls, s.node_runtime, address=address,
                                                      kubelet=self._kubelet_settings()))
+        self.agent = agent  # stop() undoes a start cancelled half-way
         await agent.start()
-        self.agent = agent
         assert agent.kubelet is not None
         self.local = agent.kubelet
         self.local_ready.set()
