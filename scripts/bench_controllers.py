@@ -46,7 +46,8 @@ def start_cluster(data: Path, port: int, nodes: int) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     log = open(data / "cluster.out", "wb")
     args = ["up", "--data-dir", str(data / "cluster"), "--port", str(port), "--sync", "NORMAL", "--no-node",
-            "--fake-nodes", str(nodes), "--disable", "proxy", "--log-level", "warning"]
+            "--fake-nodes", str(nodes), "--disable", "proxy", "--log-level", "warning",
+            "--insecure-loopback"]  # plain HTTP on loopback, as the anchor is measured
     return subprocess.Popen([sys.executable, "-m", "minik", *args], env=env, stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)
 

@@ -137,7 +137,8 @@ def main() -> int:
     cidr = f"10.{random.randint(128, 250)}.{random.randint(0, 255)}.0/24"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     up = subprocess.Popen([sys.executable, "-m", "minik", "up", "--data-dir", str(data), "--port", str(port),
-                           "--sync", "NORMAL", "--service-cidr", cidr, "--node-name", "bench-proxy"],
+                           "--sync", "NORMAL", "--service-cidr", cidr, "--node-name", "bench-proxy",
+                           "--insecure-loopback"],
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     results: dict[str, Any] = {"conditions": conditions()}
     try:
