@@ -78,6 +78,9 @@ class KubeletTarget:
 
     base_url: str
     ssl: ssl.SSLContext | bool
+    server_hostname: str
+    """The name the kubelet's serving certificate must carry: the node's name, whatever address the Node gives
+    (so a node that points its address at another node's kubelet does not get that kubelet's answers)."""
 
 
 class PodProxy:
@@ -121,7 +124,7 @@ class PodProxy:
         addresses = {a.get("type"): a.get("address") for a in status.get("addresses") or []}
         host = addresses.get("InternalIP") or addresses.get("Hostname") or node_name
         port = ((status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}).get("Port") or KUBELET_PORT
-        return KubeletTarget(f"https://{f'[{host}]' if ':' in host else host}:{port}", self.tls())
+        return KubeletTarget(f"https://{f'[{host}]' if ':' in host else host}:{port}", self.tls(), node_name)
 
     @staticmethod
     def _path(kind: str, pod: Obj, container: str) -> str:
@@ -136,7 +139,7 @@ class PodProxy:
         url = target.base_url + self._path("containerLogs", pod, container)
         session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=_CONNECT_SECONDS))
         try:
-            response = await session.get(url, params=query, ssl=target.ssl)
+            response = await session.get(url, params=query, ssl=target.ssl, server_hostname=target.server_hostname)
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             await session.close()
             raise _unavailable(f'Get "{url}"', exc) from None
@@ -161,7 +164,7 @@ class PodProxy:
         url = target.base_url + self._path("exec", pod, container)
         params = [(key, value) for key in ("command", "stdin", "stdout", "stderr", "tty")
                   for value in _query_list(request.query, key)]
-        return ApiResponse(101, upgrade=ExecRelay(url, params, target.ssl).serve)
+        return ApiResponse(101, upgrade=ExecRelay(url, params, target).serve)
 
 
 def _query_list(query: Mapping[str, str], key: str) -> list[str]:
@@ -197,17 +200,18 @@ async def _relay_body(response: aiohttp.ClientResponse, session: aiohttp.ClientS
 class ExecRelay:
     """Joins the client's WebSocket to one opened to the kubelet, message for message."""
 
-    def __init__(self, url: str, params: list[tuple[str, str]], tls: ssl.SSLContext | bool) -> None:
+    def __init__(self, url: str, params: list[tuple[str, str]], target: KubeletTarget) -> None:
         self.url = url
         self.params = params
-        self.tls = tls
+        self.target = target
 
     async def serve(self, request: web.Request) -> web.StreamResponse:
         offered = [p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",") if p.strip()]
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None,
                                                                        sock_connect=_CONNECT_SECONDS)) as session:
             try:
-                upstream = await session.ws_connect(self.url, params=self.params, ssl=self.tls,
+                upstream = await session.ws_connect(self.url, params=self.params, ssl=self.target.ssl,
+                                                    server_hostname=self.target.server_hostname,
                                                     protocols=offered or rc.PROTOCOLS, autoping=True, max_msg_size=0)
             except aiohttp.WSServerHandshakeError as exc:
                 error = StatusError(exc.status if exc.status >= 400 else 502, "BadRequest",

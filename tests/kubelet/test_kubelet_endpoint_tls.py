@@ -10,6 +10,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from minik.api.errors import StatusError
 from minik.cluster import Cluster
 from minik.security import kubelet
 from tests.kubelet.docker_helpers import NODE, busybox, docker_cluster
@@ -76,3 +77,28 @@ async def test_a_cluster_serving_plain_http_on_loopback_still_serves_its_kubelet
         with pytest.raises(aiohttp.ClientError):
             await fetch(url, ssl.create_default_context(cafile=str(pki / "ca.crt")))
         assert await fetch(url, kubelet.apiserver_client_context(node.cluster.settings.data_dir)) == (200, "ok")
+
+
+async def test_the_api_server_checks_that_the_kubelet_it_reaches_is_the_pods_node(tmp_path: Path) -> None:
+    async with docker_cluster(tmp_path / "c") as node:
+        client = node.client
+        real = await client.get("nodes", NODE)
+        await client.create("nodes", {"metadata": {"name": "impostor"}})
+        # a Node whose status sends the API server to another node's kubelet (its address and port)
+        await client.patch_status("nodes", "impostor", {"status": {
+            "addresses": real["status"]["addresses"], "daemonEndpoints": real["status"]["daemonEndpoints"]}})
+        await client.create("pods", pod_manifest("elsewhere", node="impostor", containers=[busybox("app", "true")]))
+        with pytest.raises(StatusError) as refused:
+            logs = await client.logs("elsewhere", "default")
+            await logs.close()
+        assert refused.value.code == 503 and "certificate" in refused.value.message, refused.value.message
+        # (that kubelet's certificate is for docker-node, not impostor)
+
+        await client.create("pods", pod_manifest("here", node=NODE, containers=[
+            busybox("app", "echo here; exec sleep 3600")]))
+        await wait_for_pod(client, "here", lambda p: phase(p) == "Running", 30)
+        logs = await client.logs("here", "default")
+        try:
+            assert b"".join([chunk async for chunk in logs.chunks]) == b"here\n"
+        finally:
+            await logs.close()
