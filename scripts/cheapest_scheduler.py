@@ -7,8 +7,12 @@ kube-scheduler.
 "Fits" here is deliberately simple: the node is Ready and not cordoned, carries the cost label, and has the cpu,
 memory and pod count the pod requests left, counting the pods already bound to it. Ties go to the node name.
 
-    python scripts/cheapest_scheduler.py --server http://127.0.0.1:6443 [--name cheapest-scheduler]
+    python scripts/cheapest_scheduler.py [--kubeconfig ~/.minik/minik/kubeconfig] [--context NAME]
+                                         [--server URL [--token TOKEN]] [--name cheapest-scheduler]
                                          [--cost-label example.com/hourly-cost] [--log-level warning]
+
+It finds the cluster as minik's own commands do: the local cluster's kubeconfig (HTTPS, the cluster's CA, the
+admin token) unless --kubeconfig or --server says otherwise.
 """
 
 from __future__ import annotations
@@ -16,7 +20,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import signal
+from pathlib import Path
 from typing import Any
+
+from minik import kubeconfig
 
 from minik.api.errors import StatusError
 from minik.api.quantity import milli_value_of, value_of
@@ -145,17 +152,28 @@ class CheapestScheduler:
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--server", required=True, help="the API server's URL")
+    parser.add_argument("--kubeconfig", type=Path, default=Path.home() / ".minik" / "minik" / "kubeconfig",
+                        help="the kubeconfig to use (default: the local minik cluster's)")
+    parser.add_argument("--context", default=None, help="the kubeconfig context (default: its current one)")
+    parser.add_argument("--server", default=None, help="the API server's URL (instead of a kubeconfig)")
+    parser.add_argument("--token", default=None, help="a bearer token to send with --server")
     parser.add_argument("--name", default="cheapest-scheduler", help="the spec.schedulerName this scheduler serves")
     parser.add_argument("--cost-label", default="example.com/hourly-cost", help="the node label holding a cost")
     parser.add_argument("--log-level", default="warning", help="minik's own logs (JSON lines on stderr)")
     args = parser.parse_args()
     configure_logs(args.log_level)
+    if args.server:
+        endpoint = kubeconfig.Endpoint(args.server, args.token)
+    else:
+        try:
+            endpoint = kubeconfig.endpoint(args.kubeconfig, args.context)
+        except (OSError, kubeconfig.KubeconfigError) as exc:
+            parser.error(f"cannot use the kubeconfig {args.kubeconfig}: {exc}")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    async with Client.http(args.server) as client:
+    async with Client.http(endpoint.server, endpoint.token, ssl=endpoint.ssl_context()) as client:
         await CheapestScheduler(client, args.name, args.cost_label).run(stop)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from minik import kubeconfig
 from minik.client import Client
 from minik.cluster import Cluster
 
@@ -23,10 +24,13 @@ COST = "example.com/hourly-cost"
 
 
 @pytest.fixture
-async def cheapest(scheduled_cluster: Cluster) -> AsyncIterator[asyncio.subprocess.Process]:
+async def cheapest(scheduled_cluster: Cluster, tmp_path: Path) -> AsyncIterator[asyncio.subprocess.Process]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    config = tmp_path / "kubeconfig"  # found as users find their cluster: through a kubeconfig
+    kubeconfig.write(config, kubeconfig.for_cluster("minik", scheduled_cluster.url,
+                                                    token=scheduled_cluster.admin_token))
     process = await asyncio.create_subprocess_exec(
-        sys.executable, str(ROOT / "scripts" / "cheapest_scheduler.py"), "--server", scheduled_cluster.url,
+        sys.executable, str(ROOT / "scripts" / "cheapest_scheduler.py"), "--kubeconfig", str(config),
         env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
     assert process.stdout is not None
     try:
