@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from minik.scheduler.arrays import NodeArrays
 from minik.scheduler.framework import NodeInfo, PodInfo
 
 
@@ -20,6 +21,7 @@ class Cache:
     def __init__(self) -> None:
         self._infos: dict[str, NodeInfo] = {}
         self._listed: list[NodeInfo] | None = None
+        self._arrays: NodeArrays | None = None
         self._pod_nodes: dict[str, str] = {}
         self.assumed: set[str] = set()
         self._affinity: dict[str, NodeInfo] = {}
@@ -32,7 +34,16 @@ class Cache:
         """The nodes that exist, in a stable order (by name); shared, read-only."""
         if self._listed is None:
             self._listed = sorted((i for i in self._infos.values() if i.node), key=lambda i: i.name)
+            if self._arrays is not None:
+                self._arrays.detach(list(self._infos.values()))
+                self._arrays = None
         return self._listed
+
+    def arrays(self) -> NodeArrays:
+        listed = self.all()
+        if self._arrays is None:
+            self._arrays = NodeArrays(listed)
+        return self._arrays
 
     def get(self, name: str) -> NodeInfo | None:
         info = self._infos.get(name)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, Protocol, runtime_checkable
 
+from minik.scheduler.arrays import Ints, Mask, NodeArrays
 from minik.scheduler.infos import (DEFAULT_SCHEDULER_NAME, HostPort, NodeInfo, NodeList, PodInfo, StaticNodes)
 
 Obj = dict[str, Any]
@@ -132,11 +133,12 @@ class FilterPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
-class BatchFilterPlugin(FilterPlugin, Protocol):
-    """A filter that can also check many nodes in one call (Python's per-call cost is most of a simple
-    filter's); ``filter_nodes`` must keep exactly the nodes for which ``filter`` succeeds, in order."""
+class VectorFilterPlugin(FilterPlugin, Protocol):
+    """A filter that can also check every node at once on the cycle's columns (``minik.scheduler.arrays``):
+    ``filter_mask`` is True exactly where ``filter`` succeeds, or None when it cannot say for this pod (then
+    ``filter`` runs node by node)."""
 
-    def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> list[NodeInfo]: ...
+    def filter_mask(self, state: CycleState, pod: PodInfo, arrays: NodeArrays) -> Mask | None: ...
 
 
 @runtime_checkable
@@ -160,10 +162,11 @@ class ScorePlugin(Plugin, Protocol):
 
 
 @runtime_checkable
-class BatchScorePlugin(ScorePlugin, Protocol):
-    """A score plugin that scores many nodes in one call; ``score_nodes`` equals ``score`` node by node."""
+class VectorScorePlugin(ScorePlugin, Protocol):
+    """A score plugin that scores the nodes at ``rows`` of the cycle's columns at once; equal to ``score`` node
+    by node."""
 
-    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> list[int]: ...
+    def score_array(self, state: CycleState, pod: PodInfo, arrays: NodeArrays, rows: Ints) -> Ints: ...
 
 
 @runtime_checkable

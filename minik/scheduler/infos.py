@@ -10,6 +10,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from minik.scheduler.arrays import NodeArrays
 from minik.scheduler.resources import Resource, pod_requests
 from minik.scheduler.terms import AffinityTerm, compile_preferred, compile_required
 
@@ -106,7 +107,7 @@ class NodeInfo:
     __slots__ = ("name", "node", "labels", "taints", "unschedulable", "allocatable", "requested",
                  "non_zero_cpu", "non_zero_memory", "pods", "used_ports", "pods_with_affinity",
                  "pods_with_required_anti_affinity", "generation", "has_hard_taints", "has_soft_taints",
-                 "free_milli_cpu", "free_memory", "free_pods", "alloc_milli_cpu", "alloc_memory")
+                 "free_milli_cpu", "free_memory", "free_pods", "alloc_milli_cpu", "alloc_memory", "arrays", "row")
 
     def __init__(self, node: Obj | None = None, name: str = "") -> None:
         self.name = name
@@ -128,6 +129,8 @@ class NodeInfo:
         # flat copies of the hot numbers, so a cycle's per-node checks are plain attribute reads
         self.free_milli_cpu = self.free_memory = self.free_pods = 0
         self.alloc_milli_cpu = self.alloc_memory = 0
+        self.arrays: NodeArrays | None = None
+        self.row = -1
         if node is not None:
             self.set_node(node)
 
@@ -153,6 +156,14 @@ class NodeInfo:
         self.free_memory = alloc.memory - used.memory
         self.free_pods = alloc.pods - used.pods
         self.generation += 1
+        if self.arrays is not None:
+            self.arrays.write(self.row, self)
+
+    def attach(self, arrays: "NodeArrays | None", row: int) -> None:
+        """Keep row ``row`` of ``arrays`` current from now on (None: stop)."""
+        self.arrays, self.row = arrays, row
+        if arrays is not None:
+            arrays.write(row, self)
 
     def add_pod(self, pod: PodInfo) -> None:
         self.pods[pod.key] = pod
@@ -230,6 +241,10 @@ class NodeList(Protocol):
         """The nodes with nominated pods."""
         ...
 
+    def arrays(self) -> NodeArrays:
+        """The nodes' hot numbers as columns, rows in ``all()`` order."""
+        ...
+
 
 @dataclass
 class StaticNodes:
@@ -237,6 +252,7 @@ class StaticNodes:
 
     nodes: list[NodeInfo] = field(default_factory=list)
     nominations: dict[str, list[PodInfo]] = field(default_factory=dict)
+    _arrays: NodeArrays | None = None
 
     def all(self) -> list[NodeInfo]:
         return self.nodes
@@ -258,3 +274,9 @@ class StaticNodes:
 
     def nominated_nodes(self) -> Collection[str]:
         return self.nominations.keys()
+
+    def arrays(self) -> NodeArrays:
+        if self._arrays is None or self._arrays.size != len(self.nodes) or \
+                any(n.arrays is not self._arrays for n in self.nodes):
+            self._arrays = NodeArrays(self.nodes)
+        return self._arrays

@@ -3,6 +3,9 @@ node.kubernetes.io/unschedulable:NoSchedule taint."""
 
 from __future__ import annotations
 
+import numpy as np
+
+from minik.scheduler.arrays import Mask, NodeArrays
 from minik.scheduler.framework import SUCCESS, CycleState, NodeInfo, PodInfo, Status, unresolvable
 from minik.scheduler.plugins.taint_toleration import tolerates
 
@@ -20,7 +23,7 @@ class NodeUnschedulable:
             return SUCCESS
         return unresolvable(ERR_REASON)
 
-    def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> list[NodeInfo]:
+    def filter_mask(self, state: CycleState, pod: PodInfo, arrays: NodeArrays) -> Mask:
         if any(tolerates(t, UNSCHEDULABLE_TAINT) for t in pod.tolerations):
-            return nodes
-        return [n for n in nodes if not n.unschedulable]
+            return np.ones(arrays.size, dtype=np.bool_)
+        return arrays.unschedulable == 0
