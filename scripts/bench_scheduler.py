@@ -160,6 +160,8 @@ async def measure(url: str, nodes: int, running: int, pods: int, workload: str,
                             for i in range(running)]
             for p in running_pods:
                 p["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "30", "memory": "1Gi"}
+                # no kubelet runs here to confirm a graceful deletion: the victims go at once
+                p["spec"]["terminationGracePeriodSeconds"] = 0
         else:
             running_pods = [pod_body(f"running-{i}", "basic", node=f"node-{i % nodes:05d}") for i in range(running)]
         await post_all(session, f"/api/v1/namespaces/{NAMESPACE}/pods", running_pods)

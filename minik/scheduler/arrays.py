@@ -29,6 +29,8 @@ class NodeArrays:
 
     def __init__(self, infos: list["NodeInfo"]) -> None:
         self.size = len(infos)
+        self.infos = infos
+        self._labels: dict[str, tuple[Ints, list[str]]] = {}
         # column-major: each column is contiguous for the vector operations
         self.data: Ints = np.zeros((self.size, len(_COLUMNS)), dtype=np.int64, order="F")
         (self.alloc_cpu, self.alloc_memory, self.free_cpu, self.free_memory, self.free_pods, self.non_zero_cpu,
@@ -41,6 +43,31 @@ class NodeArrays:
         self.data[row] = (info.alloc_milli_cpu, info.alloc_memory, info.free_milli_cpu, info.free_memory,
                           info.free_pods, info.non_zero_cpu, info.non_zero_memory, info.unschedulable,
                           info.has_hard_taints, info.has_soft_taints)
+
+    def label_ids(self, key: str) -> tuple[Ints, list[str]]:
+        """The nodes' values of a label as numbers: ``(ids, values)`` with ``values[ids[row]]`` the value of
+        the node at ``row``, and -1 where the node lacks the label (so ``table[ids]`` with one extra False
+        entry at the end reads as False there)."""
+        found = self._labels.get(key)
+        if found is None:
+            values: list[str] = []
+            seen: dict[str, int] = {}
+            ids = np.empty(self.size, dtype=np.int64)
+            for row, info in enumerate(self.infos):
+                value = info.labels.get(key)
+                if value is None:
+                    ids[row] = -1
+                else:
+                    index = seen.get(value)
+                    if index is None:
+                        index = seen[value] = len(values)
+                        values.append(value)
+                    ids[row] = index
+            found = self._labels[key] = (ids, values)
+        return found
+
+    def labels_changed(self) -> None:
+        self._labels.clear()
 
     def detach(self, infos: list["NodeInfo"]) -> None:
         for info in infos:

@@ -10,6 +10,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from minik.api.selectors import EQUALS, IN, LabelSelector
 from minik.scheduler.arrays import NodeArrays
 from minik.scheduler.resources import Resource, pod_requests
 from minik.scheduler.terms import AffinityTerm, compile_preferred, compile_required
@@ -17,6 +18,14 @@ from minik.scheduler.terms import AffinityTerm, compile_preferred, compile_requi
 Obj = dict[str, Any]
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
+
+
+def one_requirement(selector: LabelSelector) -> tuple[str, tuple[str, ...]] | None:
+    """(key, values) when the selector is one ``key in (values)`` or ``key=value`` requirement."""
+    requirements = selector.requirements
+    if len(requirements) == 1 and requirements[0].operator in (EQUALS, IN):
+        return requirements[0].key, requirements[0].values
+    return None
 
 
 # -- pods --------------------------------------------------------------------------------------------------------
@@ -107,7 +116,8 @@ class NodeInfo:
     __slots__ = ("name", "node", "labels", "taints", "unschedulable", "allocatable", "requested",
                  "non_zero_cpu", "non_zero_memory", "pods", "used_ports", "pods_with_affinity",
                  "pods_with_required_anti_affinity", "generation", "has_hard_taints", "has_soft_taints",
-                 "free_milli_cpu", "free_memory", "free_pods", "alloc_milli_cpu", "alloc_memory", "arrays", "row")
+                 "free_milli_cpu", "free_memory", "free_pods", "alloc_milli_cpu", "alloc_memory", "arrays", "row",
+                 "label_counts", "deleting_pods")
 
     def __init__(self, node: Obj | None = None, name: str = "") -> None:
         self.name = name
@@ -125,6 +135,10 @@ class NodeInfo:
         self.used_ports: dict[HostPort, int] = {}
         self.pods_with_affinity: dict[str, PodInfo] = {}
         self.pods_with_required_anti_affinity: dict[str, PodInfo] = {}
+        self.label_counts: dict[tuple[str, str, str], int] = {}
+        """How many pods carry each (namespace, label key, value): counting pods by a one-requirement selector
+        (``app=web``, the common case) is then a few lookups instead of a look at every pod."""
+        self.deleting_pods = 0
         self.generation = 0
         # flat copies of the hot numbers, so a cycle's per-node checks are plain attribute reads
         self.free_milli_cpu = self.free_memory = self.free_pods = 0
@@ -146,6 +160,8 @@ class NodeInfo:
         self.has_soft_taints = any(t.get("effect") == "PreferNoSchedule" for t in self.taints)
         self.unschedulable = bool(spec.get("unschedulable"))
         self.allocatable = Resource.from_list(status.get("allocatable") or status.get("capacity") or {})
+        if self.arrays is not None:
+            self.arrays.labels_changed()
         self._refresh()
 
     def _refresh(self) -> None:
@@ -177,6 +193,12 @@ class NodeInfo:
             self.pods_with_affinity[pod.key] = pod
         if pod.required_anti_affinity:
             self.pods_with_required_anti_affinity[pod.key] = pod
+        counts, namespace = self.label_counts, pod.namespace
+        for label in pod.labels.items():
+            key = (namespace, *label)
+            counts[key] = counts.get(key, 0) + 1
+        if pod.deleting:
+            self.deleting_pods += 1
         self._refresh()
 
     def remove_pod(self, key: str) -> PodInfo | None:
@@ -195,8 +217,35 @@ class NodeInfo:
                 self.used_ports.pop(port, None)
         self.pods_with_affinity.pop(key, None)
         self.pods_with_required_anti_affinity.pop(key, None)
+        counts, namespace = self.label_counts, pod.namespace
+        for label in pod.labels.items():
+            index = (namespace, *label)
+            left = counts[index] - 1
+            if left:
+                counts[index] = left
+            else:
+                del counts[index]
+        if pod.deleting:
+            self.deleting_pods -= 1
         self._refresh()
         return pod
+
+    def count_pods(self, selector: LabelSelector, namespaces: Collection[str], *,
+                   skip_deleting: bool = False) -> int:
+        """Pods on the node in one of ``namespaces`` that the selector selects (leaving out those being deleted,
+        when asked)."""
+        if not self.pods:
+            return 0
+        simple = one_requirement(selector)
+        if simple is not None and not (skip_deleting and self.deleting_pods):
+            key, values = simple
+            counts = self.label_counts
+            return sum(counts.get((ns, key, v), 0) for ns in namespaces for v in values)
+        return self._scan(selector, namespaces, skip_deleting)
+
+    def _scan(self, selector: LabelSelector, namespaces: Collection[str], skip_deleting: bool) -> int:
+        return sum(1 for p in self.pods.values() if p.namespace in namespaces and
+                   not (skip_deleting and p.deleting) and selector.matches(p.labels))
 
     def clone(self) -> "NodeInfo":
         """A copy whose pods can be added and removed without touching this one (preemption's what-ifs)."""
@@ -211,6 +260,8 @@ class NodeInfo:
         other.used_ports = dict(self.used_ports)
         other.pods_with_affinity = dict(self.pods_with_affinity)
         other.pods_with_required_anti_affinity = dict(self.pods_with_required_anti_affinity)
+        other.label_counts = dict(self.label_counts)
+        other.deleting_pods = self.deleting_pods
         other._refresh()
         return other
 
@@ -245,6 +296,11 @@ class NodeList(Protocol):
         """The nodes' hot numbers as columns, rows in ``all()`` order."""
         ...
 
+    def anti_affinity_terms(self) -> Mapping[AffinityTerm, Mapping[tuple[str, str], int]]:
+        """Every distinct required anti-affinity term of the running pods, with how many pods hold it in each
+        topology domain (key, value): new pods check each distinct term once, not each pod's."""
+        ...
+
 
 @dataclass
 class StaticNodes:
@@ -274,6 +330,17 @@ class StaticNodes:
 
     def nominated_nodes(self) -> Collection[str]:
         return self.nominations.keys()
+
+    def anti_affinity_terms(self) -> Mapping[AffinityTerm, Mapping[tuple[str, str], int]]:
+        index: dict[AffinityTerm, dict[tuple[str, str], int]] = {}
+        for node in self.nodes:
+            for pod in node.pods_with_required_anti_affinity.values():
+                for term in pod.required_anti_affinity:
+                    value = node.labels.get(term.topology_key)
+                    if value is not None:
+                        pairs = index.setdefault(term, {})
+                        pairs[(term.topology_key, value)] = pairs.get((term.topology_key, value), 0) + 1
+        return index
 
     def arrays(self) -> NodeArrays:
         if self._arrays is None or self._arrays.size != len(self.nodes) or \
