@@ -202,7 +202,9 @@ class Algorithm:
         for plugin in self.filters:
             if plugin.name in state.skip_filters:
                 continue
-            found = plugin.filter_mask(state, pod, arrays) if plugin.name in self._vector_filters else None  # type: ignore[attr-defined]
+            found = None
+            if plugin.name in self._vector_filters:
+                found = plugin.filter_mask(state, pod, arrays)  # type: ignore[attr-defined]
             if found is None:
                 per_node.append(plugin)
             else:
