@@ -14,8 +14,7 @@ from minik.cli.output import align
 
 #: short column names for the score plugins in `minik explain`
 _SHORT = {"NodeResourcesFit": "FIT", "NodeResourcesBalancedAllocation": "BALANCED", "TaintToleration": "TAINTS",
-          "NodeAffinity": "NODE-AFFINITY", "InterPodAffinity": "POD-AFFINITY", "PodTopologySpread": "SPREAD",
-          "SelectorSpread": "SELECTOR-SPREAD"}
+          "NodeAffinity": "NODE-AFFINITY", "InterPodAffinity": "POD-AFFINITY", "PodTopologySpread": "SPREAD"}
 
 
 @click.command("scheduler")

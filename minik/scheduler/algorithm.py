@@ -256,9 +256,9 @@ class Algorithm:
               breakdown: dict[str, list[int]] | None = None) -> Ints:
         """The weighted total of every score plugin for each node (in ``nodes`` order). With ``rows`` (the
         nodes' rows in the cycle's columns) plugins that can score columns do (``score_array``)."""
-        for plugin in self.pre_scores:
-            if plugin.pre_score(state, pod, nodes).code == Code.SKIP:
-                state.skip_scores.add(plugin.name)
+        for pre in self.pre_scores:
+            if pre.pre_score(state, pod, nodes).code == Code.SKIP:
+                state.skip_scores.add(pre.name)
         arrays = state.nodes.arrays() if rows is not None else None
         totals: Ints = np.zeros(len(nodes), dtype=np.int64)
         for plugin, weight in self.scores:

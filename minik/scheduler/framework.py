@@ -10,8 +10,7 @@ Plugins see pods and nodes as ``PodInfo`` and ``NodeInfo`` (``minik.scheduler.in
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, Protocol, runtime_checkable
@@ -188,10 +187,3 @@ def default_normalize(scores: list[int], reverse: bool = False) -> None:
         value = MAX_NODE_SCORE * value // highest
         scores[i] = MAX_NODE_SCORE - value if reverse else value
 
-
-def now_seconds() -> float:
-    return time.monotonic()
-
-
-def node_names(nodes: Iterable[NodeInfo]) -> list[str]:
-    return [n.name for n in nodes]

@@ -164,7 +164,7 @@ class Scheduler:
             self._track_nomination(info)
             if queue is not None:
                 if self._responsible(info):
-                    queue.update(info)
+                    queue.update(info, retry=_changed_beyond_status(old, pod))
                 else:
                     queue.delete(info.key)
 
@@ -178,7 +178,7 @@ class Scheduler:
 
     def _track_nomination(self, info: PodInfo) -> None:
         """A pending pod's status.nominatedNodeName, as the cache's nominations (other pods leave it room)."""
-        if info.nominated_node and not info.deleting and not info.terminal:
+        if info.nominated_node and not info.deleting and not info.terminal and not self.cache.is_assumed(info.key):
             if self.cache.nominated_node_of(info.key) != info.nominated_node:
                 self.cache.nominate(info, info.nominated_node)
         else:
@@ -285,6 +285,15 @@ class Scheduler:
                                            content_type=STRATEGIC_MERGE_PATCH)
         except (StatusError, TransportError) as exc:
             self._log.info("could not update the pod's status", pod=info.key, error=str(exc))
+
+
+def _changed_beyond_status(old: Obj, new: Obj) -> bool:
+    """Whether a pending pod changed in a way that may change where it fits (not just its status or
+    bookkeeping, as the scheduler's own status writes do)."""
+    if old.get("spec") != new.get("spec"):
+        return True
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    return any(old_meta.get(k) != new_meta.get(k) for k in ("labels", "annotations", "deletionTimestamp"))
 
 
 def _node_changed_for_scheduling(old: Obj, new: Obj) -> bool:
