@@ -121,6 +121,24 @@ class HttpTransport:
 
         return StreamedResponse(response.status, _HttpChunks(response, f"{method} {path}"), close)
 
+    async def websocket(self, path: str, query: list[tuple[str, str]],
+                        protocols: tuple[str, ...]) -> aiohttp.ClientWebSocketResponse:
+        """Open a WebSocket (pods/exec). A refused upgrade raises the server's StatusError: the same request
+        without the upgrade gets the Status that says why (the handshake's own body is not kept by aiohttp)."""
+        try:
+            return await self._get_session().ws_connect(self.url + path, params=query, protocols=protocols,
+                                                        max_msg_size=0, autoping=True,
+                                                        timeout=aiohttp.ClientWSTimeout(ws_close=5.0))
+        except aiohttp.WSServerHandshakeError as exc:
+            try:
+                async with self._get_session().get(self.url + path, params=query, timeout=self._timeout) as answer:
+                    body = await answer.read()
+            except (aiohttp.ClientError, TimeoutError):
+                body = b""
+            raise status_error(exc.status, body) from None
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise TransportError(f"GET {path}: {_describe(exc)}") from exc
+
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
@@ -576,6 +594,54 @@ class Client:
         if dry_run:
             options["dryRun"] = ["All"]
         return await self._call("DELETE", self.path(resource, namespace, name), None, options)
+
+    async def delete_collection(self, resource: Resource, namespace: str | None = None, *,
+                                label_selector: Selector = None, field_selector: Selector = None,
+                                propagation_policy: str | None = None,
+                                grace_period_seconds: int | None = None) -> Obj:
+        """DELETE a collection (every object of a kind in a namespace, or those a selector picks) with
+        DeleteOptions; returns the list of what was deleted or marked for deletion."""
+        options: Obj = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        if propagation_policy is not None:
+            options["propagationPolicy"] = propagation_policy
+        query = _query(label_selector=_selector(label_selector), field_selector=_selector(field_selector))
+        return await self._call("DELETE", self.path(resource, namespace), query, options)
+
+    async def logs(self, pod: str, namespace: str, *, container: str | None = None, follow: bool = False,
+                   tail_lines: int | None = None, since_seconds: int | None = None, timestamps: bool = False,
+                   previous: bool = False, limit_bytes: int | None = None) -> StreamedResponse:
+        """A container's output (pods/NAME/log), chunk by chunk as the node sends it; ``close`` it when done.
+        StatusError when the server refuses (no such container, not started yet...)."""
+        query = _query(container=container, follow=follow or None, tail_lines=tail_lines,
+                       since_seconds=since_seconds, timestamps=timestamps or None, previous=previous or None,
+                       limit_bytes=limit_bytes)
+        response = await self.transport.stream("GET", self.path("pods", namespace, pod, "log"), query)
+        if not 200 <= response.status < 300:
+            try:
+                body = b"".join([chunk async for chunk in response.chunks])
+            finally:
+                await response.close()
+            raise status_error(response.status, body)
+        return response
+
+    async def exec_socket(self, pod: str, namespace: str, command: list[str], *, container: str | None = None,
+                          stdin: bool = False, tty: bool = False,
+                          protocols: tuple[str, ...] = ("v5.channel.k8s.io", "v4.channel.k8s.io")
+                          ) -> aiohttp.ClientWebSocketResponse:
+        """Start ``command`` in a container (pods/NAME/exec) and return the WebSocket that carries its streams
+        (minik.api.remotecommand has the channels). Needs the HTTP transport."""
+        websocket = getattr(self.transport, "websocket", None)
+        if websocket is None:
+            raise TransportError("exec needs an HTTP connection to the API server")
+        query = [("command", part) for part in command] + [("stdout", "true")]
+        query += [("stdin", "true")] if stdin else []
+        query += [("tty", "true")] if tty else [("stderr", "true")]
+        if container:
+            query.append(("container", container))
+        path = self.path("pods", namespace, pod, "exec")
+        return await websocket(path, query, protocols)  # type: ignore[no-any-return]
 
     async def bind(self, pod: str, node: str, namespace: str, *, uid: str | None = None) -> Obj:
         """Bind a pod to a node (the scheduler's write): POST a Binding to pods/NAME/binding.

@@ -288,7 +288,7 @@ def minik(tmp: Path, name: str) -> Iterator[str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     args = [sys.executable, "-m", "minik", "up", "--data-dir", str(data_dir), "--port", "0", "--sync", "FULL",
-            "--log-file", "-"]
+            "--log-file", "-", "--disable", "scheduler,controllers,node,proxy"]
     stderr_path = tmp / f"minik-{name}.stderr"
     try:
         with open(stderr_path, "wb") as err, spawned(args, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,

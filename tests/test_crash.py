@@ -16,6 +16,7 @@ import pytest
 async def start_minik(data_dir: Path) -> tuple[asyncio.subprocess.Process, str]:
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "minik", "up", "--data-dir", str(data_dir), "--port", "0", "--sync", "FULL",
+        "--disable", "proxy",  # a proxy killed with SIGKILL leaves its NAT chain until the next proxy starts
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
     assert process.stdout is not None
     while True:

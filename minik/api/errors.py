@@ -111,10 +111,17 @@ def method_not_allowed(message: str) -> StatusError:
     return StatusError(405, "MethodNotAllowed", message)
 
 
-def unsupported_media_type(content_type: str) -> StatusError:
+#: the media types of the request bodies that carry an object (create, update, DeleteOptions, subresources)
+BODY_MEDIA_TYPES = ("application/json", "application/yaml", "application/vnd.kubernetes.protobuf")
+
+#: the media types of PATCH bodies
+PATCH_MEDIA_TYPES = ("application/json-patch+json", "application/merge-patch+json",
+                     "application/apply-patch+yaml", "application/strategic-merge-patch+json")
+
+
+def unsupported_media_type(content_type: str, accepted: tuple[str, ...] = BODY_MEDIA_TYPES) -> StatusError:
     return StatusError(415, "UnsupportedMediaType", f'the body of the request was in an unknown format - accepted '
-                       f'media types include: application/json, application/yaml, '
-                       f'application/vnd.kubernetes.protobuf (got "{content_type}")')
+                       f'media types include: {", ".join(accepted)} (got "{content_type}")')
 
 
 def not_acceptable(accept: str) -> StatusError:

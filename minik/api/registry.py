@@ -85,12 +85,13 @@ class Registry:
         return [t for t in self.types if t.group == group and t.version == version]
 
     def resolve(self, name: str) -> ResourceType | None:
-        """Resolve what a user typed: plural, singular, short name, kind, or ``plural.group``."""
+        """Resolve what a user typed as kubectl does: plural, singular, short name or kind, alone or qualified
+        with the group (``deploy.apps``) or the version and group (``deployments.v1.apps``)."""
         lowered = name.lower()
         for t in self.types:
-            if lowered in (t.plural, t.singular, t.kind.lower()) or lowered in t.short_names:
+            names = (t.plural, t.singular, t.kind.lower(), *t.short_names)
+            if lowered in names:
                 return t
-            for n in (t.plural, t.singular, t.kind.lower()):
-                if t.group and lowered in (f"{n}.{t.group}", f"{n}.{t.version}.{t.group}"):
-                    return t
+            if t.group and any(lowered in (f"{n}.{t.group}", f"{n}.{t.version}.{t.group}") for n in names):
+                return t
         return None

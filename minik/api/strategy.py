@@ -87,6 +87,10 @@ class Strategy:
         meta = obj.get("metadata", {})
         return {"metadata.name": meta.get("name", ""), "metadata.namespace": meta.get("namespace", "")}
 
+    #: a DELETE without a propagation policy orphans the object's dependents (Kubernetes' DefaultGarbageCollection
+    #: Policy OrphanDependents, kept by core/v1 ReplicationControllers and batch/v1 Jobs for compatibility)
+    orphans_dependents_by_default: bool = False
+
     #: DELETE answers with the deleted object rather than a Status (Kubernetes' ReturnDeletedObject)
     return_deleted_object: bool = False
 

@@ -20,6 +20,7 @@ from minik.api.fielderrors import (child, duplicate, forbidden, go_repr, index, 
                                    required, too_long, type_invalid)
 
 Causes = list[Cause]
+Obj = dict[str, Any]
 
 # -- plain string rules (k8s.io/apimachinery/pkg/util/validation) ---------------------------------------------
 
@@ -397,6 +398,15 @@ def validate_enum(value: Any, path: str, supported: Sequence[str], *, required_:
     if value in (None, ""):
         return [required(path)] if required_ else []
     return [] if value in supported else [not_supported(path, value, supported)]
+
+
+def validate_enum_field(obj: Obj, field: str, path: str, supported: Sequence[str], *,
+                        required_: bool = True) -> Causes:
+    """``validate_enum`` of ``obj[field]`` at ``path.field``; the path is only built when there is a cause."""
+    value = obj.get(field)
+    if value in supported:
+        return []
+    return validate_enum(value, child(path, field), supported, required_=required_)
 
 
 def validate_label_selector(selector: Any, path: str) -> Causes:

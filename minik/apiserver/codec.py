@@ -2,7 +2,8 @@
 
 Bodies are size-checked before parsing (413), decoded by content type (415 for unknown types), and YAML is read
 with a loader that refuses aliases and deep nesting, so no document can blow up memory or time
-(CVE-2019-11253). Anything malformed is a 400 BadRequest Status, never an exception.
+(CVE-2019-11253). Kubernetes protobuf bodies (what kubectl's typed clients send) are decoded by
+minik.apiserver.protobuf into the same JSON form. Anything malformed is a 400 BadRequest Status, never an exception.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import orjson
 import yaml
 
 from minik.api.errors import StatusError, bad_request, unsupported_media_type
+from minik.apiserver import protobuf
 
 MAX_BODY_BYTES = 3 * 1024 * 1024
 MAX_DEPTH = 100
@@ -23,6 +25,7 @@ MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
+PROTOBUF = protobuf.MEDIA_TYPE
 
 _YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", APPLY_PATCH)
 _JSON_TYPES = ("application/json", "", "*/*", MERGE_PATCH, JSON_PATCH, STRATEGIC_MERGE_PATCH)
@@ -103,6 +106,11 @@ def decode(body: bytes, content_type: str | None) -> Any:
             return orjson.loads(body)
         except orjson.JSONDecodeError as exc:
             raise bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
+    if kind == PROTOBUF:
+        try:
+            return protobuf.decode(body)
+        except protobuf.ProtobufError as exc:
+            raise bad_request(f"the protobuf body could not be decoded: {exc}") from None
     raise unsupported_media_type(kind)
 
 

@@ -27,7 +27,7 @@ _SUBRESOURCES: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
 
 #: the subresources the server answers today; discovery advertises only these (kubectl trusts discovery: a listed
 #: pods/eviction makes `kubectl drain` evict instead of delete). Add a name here when its handler lands.
-SERVED_SUBRESOURCES = ("status", "binding", "finalize", "scale")
+SERVED_SUBRESOURCES = ("status", "binding", "finalize", "scale", "eviction", "log", "exec")
 
 
 def served_subresources(resource: ResourceType) -> tuple[str, ...]:

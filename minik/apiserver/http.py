@@ -6,22 +6,35 @@ encoding and end when the client goes away or the server shuts down.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
 import structlog
 from aiohttp import web
 
 from minik.api.errors import StatusError
 from minik.apiserver.codec import MAX_BODY_BYTES
 from minik.apiserver.request import ApiRequest, ApiResponse
-from minik.apiserver.server import ApiServer
+
+if TYPE_CHECKING:
+    from minik.apiserver.server import ApiServer
 
 log = structlog.get_logger("minik.apiserver.http")
 
-API_SERVER: web.AppKey[ApiServer] = web.AppKey("api_server", ApiServer)
+#: aiohttp's handler arguments for every API listener: kubectl's headers can be long
+HANDLER_ARGS = {"max_field_size": 16 * 1024}
 
 _TOO_LARGE = StatusError(413, "RequestEntityTooLarge", f"the request body is too large (limit {MAX_BODY_BYTES} bytes)")
 
 
-async def _read_body(request: web.Request) -> bytes | None:
+def limited_request(message: Any, payload: Any, protocol: Any, writer: Any, task: Any) -> web.BaseRequest:
+    """aiohttp's request with the API's body limit (the low-level server's default is 1 MiB)."""
+    return web.BaseRequest(message, payload, protocol, writer, task, asyncio.get_running_loop(),
+                           client_max_size=MAX_BODY_BYTES)
+
+
+async def read_body(request: web.BaseRequest) -> bytes | None:
     """The body, or None when it is over the limit (checked on Content-Length before reading, and by aiohttp's
     client_max_size while reading a chunked body)."""
     length = request.content_length
@@ -35,48 +48,59 @@ async def _read_body(request: web.Request) -> bytes | None:
         return None
 
 
-def _respond(response: ApiResponse) -> web.Response:
+def respond(response: ApiResponse) -> web.Response:
     headers = {"Content-Type": response.content_type}
     if response.headers:
         headers.update(response.headers)
     return web.Response(status=response.status, body=response.body, headers=headers)
 
 
-_NO_QUERY: dict[str, str] = {}
+def too_large() -> web.Response:
+    """413 for a body over the limit; the connection is closed, as the rest of the body is not read."""
+    response = respond(ApiResponse.error(_TOO_LARGE))
+    response.force_close()
+    return response
 
 
-async def handle(request: web.Request) -> web.StreamResponse:
-    api = request.app[API_SERVER]
-    body = await _read_body(request)
-    if body is None:
-        response = _respond(ApiResponse.error(_TOO_LARGE))
-        response.force_close()
-        return response
-    query = request.query if request.query_string else _NO_QUERY
-    result = await api.handle(ApiRequest(request.method, request.path, query, request.headers, body,
-                                         request.remote))
-    if result.stream is None:
-        return _respond(result)
-    stream = web.StreamResponse(status=result.status, headers={"Content-Type": result.content_type,
-                                                              "Cache-Control": "no-cache, private"})
-    stream.enable_chunked_encoding()
-    lines = result.stream
+async def stream(request: web.BaseRequest, status: int, content_type: str,
+                 chunks: AsyncIterator[bytes]) -> web.StreamResponse:
+    """Send ``chunks`` as a chunked response until they end or the client goes away; ``chunks`` is closed (its
+    ``aclose``) either way, so whatever feeds it (a watcher) is released."""
+    response = web.StreamResponse(status=status, headers={"Content-Type": content_type,
+                                                          "Cache-Control": "no-cache, private"})
+    response.enable_chunked_encoding()
     try:
-        await stream.prepare(request)
-        async for chunk in lines:
-            await stream.write(chunk)
-        await stream.write_eof()
+        await response.prepare(request)
+        async for chunk in chunks:
+            await response.write(chunk)
+        await response.write_eof()
     except ConnectionResetError:
         pass  # the client went away; its watcher is closed below
     finally:
-        aclose = getattr(lines, "aclose", None)
+        aclose = getattr(chunks, "aclose", None)
         if aclose is not None:
             await aclose()
-    return stream
+    return response
 
 
-def build_app(api: ApiServer) -> web.Application:
-    app = web.Application(client_max_size=MAX_BODY_BYTES, handler_args={"max_field_size": 16 * 1024})
-    app[API_SERVER] = api
-    app.router.add_route("*", "/{tail:.*}", handle)
-    return app
+_NO_QUERY: dict[str, str] = {}
+
+
+def build_server(api: "ApiServer") -> web.Server:
+    """aiohttp's low-level server with one handler for every path: the API server routes requests itself, so
+    aiohttp's application, router and middleware would be work for nothing."""
+
+    async def handle(request: web.BaseRequest) -> web.StreamResponse:
+        body = await read_body(request)
+        if body is None:
+            return too_large()
+        query = request.query if request.query_string else _NO_QUERY
+        result = await api.handle(ApiRequest(request.method, request.path, query, request.headers, body,
+                                             request.remote))
+        if result.upgrade is not None:  # exec: the WebSocket relayed to the node's kubelet
+            return await result.upgrade(request)  # type: ignore[no-any-return]
+        if result.stream is None:
+            return respond(result)
+        return await stream(request, result.status, result.content_type, result.stream)
+
+    return web.Server(handle, request_factory=limited_request, access_log=None, **HANDLER_ARGS)

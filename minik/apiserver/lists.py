@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from minik.api.errors import bad_request, expired, timeout
+from minik.api.params import non_negative_int
 from minik.api.registry import ResourceType
 from minik.api.selectors import FieldSelector, LabelSelector, parse_field_selector, parse_label_selector
 from minik.apiserver.rest import parse_resource_version
@@ -38,19 +39,6 @@ class ListOptions:
     timeout_seconds: int | None
     allow_bookmarks: bool
     send_initial_events: bool | None
-
-
-def _int_param(query: Mapping[str, str], name: str, upper: int) -> int | None:
-    value = query.get(name)
-    if value in (None, ""):
-        return None
-    try:
-        number = int(value)
-    except ValueError:
-        raise bad_request(f"{name}: Invalid value: {value!r}: must be an integer") from None
-    if number < 0:
-        raise bad_request(f"{name}: Invalid value: {number}: must be greater than or equal to 0")
-    return min(number, upper)
 
 
 def _bool_param(query: Mapping[str, str], name: str) -> bool | None:
@@ -87,11 +75,11 @@ def parse_list_options(query: Mapping[str, str], resource: ResourceType, name: s
     return ListOptions(
         label_selector=labels,
         field_selector=fields,
-        limit=_int_param(query, "limit", MAX_LIMIT) or 0,
+        limit=non_negative_int(query, "limit", MAX_LIMIT) or 0,
         continue_token=query.get("continue") or None,
         resource_version=query.get("resourceVersion") or None,
         resource_version_match=match,
-        timeout_seconds=_int_param(query, "timeoutSeconds", MAX_TIMEOUT_SECONDS),
+        timeout_seconds=non_negative_int(query, "timeoutSeconds", MAX_TIMEOUT_SECONDS),
         allow_bookmarks=bool(_bool_param(query, "allowWatchBookmarks")),
         send_initial_events=_bool_param(query, "sendInitialEvents"),
     )

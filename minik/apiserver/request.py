@@ -3,7 +3,7 @@ so every request runs the same pipeline whichever way it arrives."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +37,9 @@ class ApiResponse:
     headers: dict[str, str] = field(default_factory=dict)
     #: for watches: the chunks of the streamed body (body is then empty)
     stream: AsyncIterator[bytes] | None = None
+    #: for connections that change protocol (pods/exec over WebSocket): the HTTP transport hands its request to
+    #: this and answers with what it returns
+    upgrade: Callable[[Any], Awaitable[Any]] | None = None
 
     @classmethod
     def json(cls, value: Any, status: int = 200) -> "ApiResponse":

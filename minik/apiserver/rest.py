@@ -51,19 +51,35 @@ def parse_resource_version(value: Any, field: str = "metadata.resourceVersion") 
     return revision
 
 
-def _gc_finalizers(finalizers: list[str], policy: str | None) -> list[str]:
-    """The garbage collector's finalizers for a propagation policy: Orphan and Foreground add theirs (and drop the
-    other's), Background drops both, no policy keeps what is there."""
-    if policy is None:
-        return finalizers
-    kept = [f for f in finalizers if f not in ("orphan", "foregroundDeletion")]
-    if policy == "Orphan":
-        kept.append("orphan")
-    elif policy == "Foreground":
-        kept.append("foregroundDeletion")
-    elif policy != "Background":
+def _gc_finalizers(finalizers: list[str], options: Obj, orphan_by_default: bool) -> list[str]:
+    """The garbage collector's finalizers after a delete, as Kubernetes' registry decides them: orphanDependents
+    (the old option) wins and never asks for Foreground; then propagationPolicy; then the finalizer the object
+    already has; then the kind's default (Orphan for core/v1 ReplicationControllers and batch/v1 Jobs, for
+    compatibility; Background for the rest)."""
+    policy = options.get("propagationPolicy")
+    orphan_dependents = options.get("orphanDependents")
+    if policy is not None and policy not in ("Foreground", "Background", "Orphan"):
         raise bad_request(f'propagationPolicy: Unsupported value: "{policy}": supported values: "Foreground", '
                           f'"Background", "Orphan"')
+    if policy is not None and orphan_dependents is not None:
+        raise invalid("DeleteOptions", "meta.k8s.io", "", [Cause(
+            "propagationPolicy", "FieldValueInvalid",
+            f'Invalid value: "{policy}": orphanDependents and deletionPropagation cannot be both set')])
+    if orphan_dependents is not None:
+        orphan, foreground = bool(orphan_dependents), False
+    elif policy is not None:
+        orphan, foreground = policy == "Orphan", policy == "Foreground"
+    elif "orphan" in finalizers:
+        orphan, foreground = True, False
+    elif "foregroundDeletion" in finalizers:
+        orphan, foreground = False, True
+    else:
+        orphan, foreground = orphan_by_default, False
+    kept = [f for f in finalizers if f not in ("orphan", "foregroundDeletion")]
+    if orphan:
+        kept.append("orphan")
+    if foreground:
+        kept.append("foregroundDeletion")
     return kept
 
 
@@ -315,10 +331,7 @@ class ResourceRest:
             umeta = updated["metadata"]
             grace = self.strategy.deletion_grace_period(updated, options.get("gracePeriodSeconds"))
             finalizers = list(umeta.get("finalizers") or [])
-            policy = options.get("propagationPolicy")
-            if policy is None and options.get("orphanDependents") is not None:
-                policy = "Orphan" if options["orphanDependents"] else "Foreground"  # as Kubernetes reads it
-            finalizers = _gc_finalizers(finalizers, policy)
+            finalizers = _gc_finalizers(finalizers, options, self.strategy.orphans_dependents_by_default)
             held = self.strategy.prepare_for_delete(updated)
             if not grace and not finalizers and not held:
                 if dry_run:

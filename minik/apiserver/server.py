@@ -13,17 +13,20 @@ from typing import Any
 import orjson
 import structlog
 
-from minik.api.errors import StatusError, bad_request, internal, not_found, unsupported_media_type
+from minik.api.errors import (PATCH_MEDIA_TYPES, StatusError, bad_request, internal, not_found,
+                              unsupported_media_type)
 from minik.api.registry import Registry, ResourceType
 from minik.apiserver import codec, discovery, scale, tables
 from minik.apiserver.admission import (AdmissionPlugin, Admission, AllowAll, Authenticator, Authorizer,
                                        LoopbackAuthenticator, ObjectReader, default_plugins)
 from minik.apiserver.admission.priority import system_priority_classes
 from minik.apiserver.apply import Applier, FieldManager
+from minik.apiserver.eviction import evict
 from minik.apiserver.fieldvalidation import FieldValidation
 from minik.apiserver.lists import list_body, parse_list_options, read_list
 from minik.apiserver.openapi import OpenApi
 from minik.apiserver.patch import json_patch, merge_patch, strategic_merge_patch
+from minik.apiserver.podproxy import PodProxy
 from minik.apiserver.request import ApiRequest, ApiResponse, User, success_status
 from minik.apiserver.requestinfo import RequestInfo, resolve
 from minik.apiserver.rest import ResourceRest
@@ -54,6 +57,9 @@ class ApiSettings:
     node_port_range: tuple[int, int] = DEFAULT_NODE_PORT_RANGE
     """The inclusive range of node ports (kube-apiserver's --service-node-port-range)."""
 
+    kubelet_token: str | None = None
+    """The bearer token presented to kubelets when relaying pods/log and pods/exec."""
+
 
 class ApiServer:
     def __init__(self, store: Store, registry: Registry, settings: ApiSettings | None = None,
@@ -70,6 +76,7 @@ class ApiServer:
         self.rests = {(t.group, t.version, t.plural): ResourceRest(t, store, self.admission) for t in registry.types}
         self.services = ServiceAllocations(store, self.settings.service_cidr, self.settings.node_port_range)
         self.rests[("", "v1", "services")].hooks = self.services
+        self.pod_proxy = PodProxy(self.reader, self.settings.kubelet_token)
         self.ready = False
         self._static = self._discovery_documents()
         self.openapi = OpenApi(registry)
@@ -190,6 +197,8 @@ class ApiServer:
             raise not_found(f"{info.resource.plural}/{sub}", info.resource.group, info.name or "")
         if sub == "scale":
             return await self._scale(info, request, user, rest, dry_run)
+        if sub in ("log", "exec"):
+            return await self.pod_proxy.handle(info, request)
         table = tables.for_request(info.resource, request) if verb in ("get", "list", "watch") else None
         if verb == "get":
             raw = rest.record(info.namespace, info.name or "").raw
@@ -210,6 +219,9 @@ class ApiServer:
             if sub == "binding":
                 await rest.bind(info.namespace or "", info.name or "", body, user)
                 return ApiResponse.json(success_status(info.name or "", "", "pods"), 201)
+            if sub == "eviction":
+                status = await evict(rest, info.namespace or "", info.name or "", body, user, dry_run)
+                return ApiResponse.json(status, 201)
             if sub is not None:
                 raise not_found(f"{info.resource.plural}/{sub}", info.resource.group, info.name or "")
             fields = FieldValidation(info.resource, query, verb)
@@ -217,7 +229,7 @@ class ApiServer:
             created = await rest.create(body, info.namespace, user, dry_run,
                                         FieldManager.for_request(info.resource, request, verb, sub))
             return _object_response(created, 201, fields.headers)
-        if sub == "binding":
+        if sub in ("binding", "eviction"):
             raise StatusError(405, "MethodNotAllowed", "the server does not allow this method on the requested "
                               f"resource ({request.method})")
         if verb == "update":
@@ -278,9 +290,10 @@ class ApiServer:
             apply = lambda current: scale.scaled(resource, current, body, name)  # noqa: E731
         elif info.verb == "patch":
             content_type = request.headers.get("Content-Type")
+            accepted = tuple(t for t in PATCH_MEDIA_TYPES if t != codec.APPLY_PATCH)
             if codec.media_type(content_type) == codec.APPLY_PATCH:
-                raise unsupported_media_type(codec.APPLY_PATCH)
-            apply = scale.patched_scale(resource, _patcher(request.body, content_type, resource), name)
+                raise unsupported_media_type(codec.APPLY_PATCH, accepted)
+            apply = scale.patched_scale(resource, _patcher(request.body, content_type, resource, accepted), name)
         else:
             raise StatusError(405, "MethodNotAllowed", "the server does not allow this method on the requested "
                               f"resource ({request.method})")
@@ -305,7 +318,8 @@ def _dry_run(query: Mapping[str, str]) -> bool:
     return True
 
 
-def _patcher(body: bytes, content_type: str | None, resource: ResourceType) -> Any:
+def _patcher(body: bytes, content_type: str | None, resource: ResourceType,
+             accepted: tuple[str, ...] = PATCH_MEDIA_TYPES) -> Any:
     kind = codec.media_type(content_type)
     if kind == codec.STRATEGIC_MERGE_PATCH:
         patch = codec.decode(body, content_type)
@@ -318,7 +332,7 @@ def _patcher(body: bytes, content_type: str | None, resource: ResourceType) -> A
     if kind == codec.JSON_PATCH:
         operations = codec.decode(body, content_type)
         return lambda current: json_patch(current, operations)
-    raise unsupported_media_type(kind)
+    raise unsupported_media_type(kind, accepted)
 
 
 _DELETE_QUERY_INTS = ("gracePeriodSeconds",)

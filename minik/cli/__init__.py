@@ -11,10 +11,12 @@ import click
 from minik import __version__
 from minik.cli.apply import apply
 from minik.cli.common import target_options
+from minik.cli.containers import exec_command, logs
 from minik.cli.controllers import controllers
 from minik.cli.delete import delete
 from minik.cli.describe import describe
 from minik.cli.get import get
+from minik.cli.node import node
 from minik.cli.scheduling import explain, scheduler
 from minik.cli.up import down, kubeconfig_path, status, up
 
@@ -30,7 +32,8 @@ def cli() -> None:
     """
 
 
-for command in (up, down, status, kubeconfig_path, apply, get, describe, delete, scheduler, explain, controllers):
+for command in (up, down, status, kubeconfig_path, apply, get, describe, delete, scheduler, explain, controllers,
+                logs, exec_command, node):
     cli.add_command(command)
 
 

@@ -15,7 +15,7 @@ from minik.cli.common import Session, target_options
 from minik.cli.up import run
 
 
-async def _run(session: Session, workers: int, only: tuple[str, ...]) -> None:
+async def _run(session: Session, workers: int, only: tuple[str, ...], grace: float, event_ttl: float) -> None:
     from minik.controllers.manager import ControllerManager, ControllerSettings
 
     stop = asyncio.Event()
@@ -24,8 +24,9 @@ async def _run(session: Session, workers: int, only: tuple[str, ...]) -> None:
         loop.add_signal_handler(sig, stop.set)
     client = session.client()
     try:
-        manager = ControllerManager(client, ControllerSettings(workers=workers, enabled=list(only) or None,
-                                                               host=socket.gethostname()))
+        settings = ControllerSettings(workers=workers, enabled=list(only) or None, host=socket.gethostname(),
+                                      node_monitor_grace_period_seconds=grace, event_ttl_seconds=event_ttl)
+        manager = ControllerManager(client, settings)
         await manager.start()
         click.echo(f"minik: controllers running against {session.endpoint.server} "
                    f"({', '.join(manager.controllers)})")
@@ -40,12 +41,21 @@ async def _run(session: Session, workers: int, only: tuple[str, ...]) -> None:
 @click.command("controllers")
 @target_options
 @click.option("--workers", default=4, show_default=True, help="Workers per controller.")
-@click.option("--controller", "only", multiple=True, help="Run only this controller (repeatable).")
+@click.option("--controller", "only", multiple=True, metavar="NAME",
+              help="Run only this controller (repeatable): replicaset, replicationcontroller, deployment, daemonset, "
+                   "job, cronjob, ttl-after-finished, garbage-collector, namespace, node-lifecycle, taint-eviction, "
+                   "event-ttl.")
+@click.option("--node-monitor-grace-period", "grace", default=50.0, show_default=True,
+              type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+              help="How long a node may go without a heartbeat before it is Ready=Unknown and tainted.")
+@click.option("--event-ttl", default=3600.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              metavar="SECONDS", help="How long an Event is kept after its last update.")
 @click.option("--log-level", default="info", show_default=True)
-def controllers(workers: int, only: tuple[str, ...], log_level: str) -> None:
-    """Run the controllers (ReplicaSet, Deployment, Job, ...) against a cluster until Ctrl-C or SIGTERM."""
+def controllers(workers: int, only: tuple[str, ...], grace: float, event_ttl: float, log_level: str) -> None:
+    """Run the controllers (ReplicaSet, Deployment, DaemonSet, Job, CronJob, garbage collector, namespaces, node
+    lifecycle, ...) against a cluster until Ctrl-C or SIGTERM."""
     logging_setup.configure(log_level, stream=sys.stderr)
     try:
-        run(_run(Session.current(), workers, only))
+        run(_run(Session.current(), workers, only, grace, event_ttl))
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None

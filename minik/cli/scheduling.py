@@ -45,6 +45,7 @@ def scheduler(name: str, percentage_of_nodes_to_score: int, scoring_strategy: st
                                          profile=ProfileConfig(scoring_strategy=scoring_strategy))
             running = Scheduler(client, settings)
             await running.start()
+            await running.warm_up()
             # the informers' caches live as long as the process: keep the collector from walking them again and
             # again (a full collection over thousands of nodes and pods costs a large share of the CPU)
             gc.freeze()

@@ -26,6 +26,7 @@ from minik.cli.common import CliError, default_data_dir, fail
 from minik.cli.instance import AlreadyRunning, Instance, RunState
 from minik.cli.output import align, human_duration, parse_time
 from minik.cluster import COMPONENTS, Cluster, ClusterSettings
+from minik.jointoken import read_token, token_path
 
 #: how long `up --detach` waits for the cluster to answer /readyz, and `down` for it to exit
 WAIT_SECONDS = 30.0
@@ -73,6 +74,27 @@ def _ready_line(seconds: float, url: str, kubeconfig_path: Path) -> str:
     return f"minik: ready in {seconds:.2f}s, API at {url} (kubeconfig: {kubeconfig_path})"
 
 
+def _join_url(bind: str, url: str) -> str:
+    """The API's URL as another machine reaches it: a server bound to every address is named by this machine's
+    default-route address rather than loopback."""
+    if bind not in ("0.0.0.0", "::"):
+        return url
+    from minik.kubelet.node import host_address
+
+    scheme, _, rest = url.partition("://")
+    port = rest.rsplit(":", 1)[-1]
+    return f"{scheme}://{host_address()}:{port}"
+
+
+def _join_line(url: str, data_dir: Path) -> str:
+    """The command that adds a node to this cluster (its token is DATA_DIR/join-token)."""
+    try:
+        token = read_token(token_path(data_dir))
+    except OSError:
+        return ""
+    return f"minik: add a node with: minik node join --server {url} --token {token}"
+
+
 def _selector_args(name: str, data_dir: Path) -> str:
     """The options `down`/`status` need to find this cluster again."""
     if data_dir.resolve() != default_data_dir(name).resolve():
@@ -95,7 +117,7 @@ async def _serve(settings: ClusterSettings, instance: Instance, update_kubeconfi
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    cluster = Cluster(settings)
+    cluster = Cluster(settings, progress=lambda line: click.echo(f"minik: {line}"))
     click.echo(f"minik: starting cluster {settings.name!r} (data in {settings.data_dir})")
     try:
         await cluster.start()
@@ -114,6 +136,7 @@ async def _serve(settings: ClusterSettings, instance: Instance, update_kubeconfi
         if settings.disabled:
             click.echo(f"minik: disabled: {', '.join(sorted(settings.disabled))}")
         click.echo(_ready_line(cluster.started_seconds, cluster.url, path), nl=True)
+        click.echo(_join_line(_join_url(settings.bind, cluster.url), settings.data_dir))
         sys.stdout.flush()
         await stop.wait()
     finally:
@@ -185,6 +208,7 @@ def _detach(ctx: click.Context, name: str, instance: Instance) -> None:
     click.echo(_ready_line(time.monotonic() - began, state.url, instance.kubeconfig_path))
     click.echo(f"minik: running in the background as PID {process.pid} (output in {console_path}); "
                f"stop it with: minik down{_selector_args(name, instance.data_dir)}")
+    click.echo(_join_line(_join_url(ctx.params["bind"], state.url), instance.data_dir))
 
 
 @click.command()
@@ -198,8 +222,8 @@ def _detach(ctx: click.Context, name: str, instance: Instance) -> None:
 @click.option("--detach", "-d", is_flag=True,
               help="Start in the background, return once the API answers /readyz (stop it with `minik down`).")
 @click.option("--disable", "disabled", multiple=True, metavar="COMPONENT", callback=_components,
-              help=f"Do not start a component: {', '.join(COMPONENTS)} (repeat, or separate with commas). These "
-                   "components arrive with their own issues; the choice is recorded until then.")
+              help=f"Do not start a component: {', '.join(COMPONENTS)} (repeat, or separate with commas), e.g. "
+                   "to run it elsewhere (`minik scheduler --server URL`) or not at all.")
 @click.option("--service-cidr", default="10.96.0.0/12", show_default=True, callback=_service_cidr,
               help="The range Service cluster IPs are allocated from.")
 @click.option("--no-node", is_flag=True, help="Do not run a node for this machine.")

@@ -28,26 +28,45 @@ MAX_RETRIES = 15
 
 
 class Clock:
-    """Wall-clock time for controllers; tests replace it with a ``FakeClock`` to move time forward."""
+    """Wall-clock time for controllers; tests replace it with a ``FakeClock`` to move time forward.
+
+    ``add_after`` is how a controller asks to look at a key again once some time has passed: with the real clock
+    that is the queue's own timer; a ``FakeClock`` fires it when the test moves the clock past it.
+    """
 
     def now(self) -> float:
         return time.time()
 
+    def add_after(self, queue: WorkQueue[str], key: str, seconds: float) -> None:
+        queue.add_after(key, seconds)
+
 
 class FakeClock(Clock):
-    """A clock that only moves when told to (CronJob schedules, minReadySeconds, TTLs in tests)."""
+    """A clock that only moves when told to (CronJob schedules, minReadySeconds, TTLs in tests); keys asked for
+    later are added to their queues when ``step`` or ``set`` moves the clock past their time."""
 
     def __init__(self, start: float | None = None) -> None:
         self._now = time.time() if start is None else start
+        self._wakeups: list[tuple[float, WorkQueue[str], str]] = []
 
     def now(self) -> float:
         return self._now
 
+    def add_after(self, queue: WorkQueue[str], key: str, seconds: float) -> None:
+        if seconds <= 0:
+            queue.add(key)
+        else:
+            self._wakeups.append((self._now + seconds, queue, key))
+
     def step(self, seconds: float) -> None:
-        self._now += seconds
+        self.set(self._now + seconds)
 
     def set(self, when: float) -> None:
         self._now = when
+        due = [w for w in self._wakeups if w[0] <= when]
+        self._wakeups = [w for w in self._wakeups if w[0] > when]
+        for _, queue, key in due:
+            queue.add(key)
 
 
 def rfc3339(seconds: float) -> str:
@@ -81,12 +100,14 @@ class InformerFactory:
         self._started = False
 
     def informer(self, resource: str) -> Informer:
-        informer = self._informers.get(resource)
+        """The shared informer of ``resource`` (any name the registry resolves: "pods", "deployments.apps")."""
+        key = self.client.resource(resource).group_resource
+        informer = self._informers.get(key)
         if informer is None:
             if self._started:
                 raise RuntimeError(f"informer {resource} asked for after the factory started")
             informer = Informer(self.client, resource, resync_seconds=self.resync_seconds)
-            self._informers[resource] = informer
+            self._informers[key] = informer
         return informer
 
     async def start(self, timeout: float = 30.0) -> None:
@@ -129,7 +150,11 @@ class Controller:
         self.queue.add(object_key(obj))
 
     def enqueue_after(self, obj: Obj, seconds: float) -> None:
-        self.queue.add_after(object_key(obj), seconds)
+        """Sync ``obj`` again once ``seconds`` have passed on the controller's clock."""
+        self.clock.add_after(self.queue, object_key(obj), seconds)
+
+    def enqueue_key_after(self, key: str, seconds: float) -> None:
+        self.clock.add_after(self.queue, key, seconds)
 
     async def start(self) -> None:
         """Start the workers; the caller has started the informers (and waited for their caches)."""

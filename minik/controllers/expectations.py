@@ -35,6 +35,10 @@ class Expectations:
             return True
         return self._clock() - e.timestamp > EXPECTATIONS_TIMEOUT
 
+    def expect(self, key: str, creations: int = 0, deletions: Iterable[str] = ()) -> None:
+        """Creations and deletions (uids) made by one sync together."""
+        self._items[key] = _Expectation(adds=creations, deletes=set(deletions), timestamp=self._clock())
+
     def expect_creations(self, key: str, count: int) -> None:
         self._items[key] = _Expectation(adds=count, timestamp=self._clock())
 

@@ -32,6 +32,27 @@ class ControllerSettings:
     host: str | None = None
     """The host named as the source of the events the controllers record."""
 
+    node_monitor_grace_period_seconds: float = 50.0
+    """How long a node may go without renewing its Lease (or posting status) before it is Ready=Unknown."""
+
+    node_monitor_period_seconds: float = 5.0
+    """How often the node lifecycle controller checks every node's health."""
+
+    node_eviction_rate: float = 0.1
+    """Nodes per second (per zone) that may get NoExecute taints, and so have their pods evicted."""
+
+    secondary_node_eviction_rate: float = 0.01
+    """The same in a zone of more than 50 nodes where at least 55 % of them are unhealthy."""
+
+    job_backoff_seconds: float = 10.0
+    """The first delay before a Job replaces a failed pod; it doubles with each further failure."""
+
+    job_max_backoff_seconds: float = 600.0
+    """The longest delay before a Job replaces a failed pod."""
+
+    event_ttl_seconds: float = 3600.0
+    """How long an Event is kept after its last update."""
+
 
 ControllerFactory = Callable[[Client, InformerFactory, ControllerSettings, Recorder | None], Controller]
 
@@ -52,11 +73,81 @@ def _deployment(client: Client, factory: InformerFactory, s: ControllerSettings,
     return DeploymentController(client, factory, s.workers, s.clock, r)
 
 
-#: controller name -> factory; each controller's module adds its entry
+def _daemonset(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
+    from minik.controllers.daemonset import DaemonSetController
+    return DaemonSetController(client, factory, s.workers, s.clock, r)
+
+
+def _job(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
+    from minik.controllers.job import JobController
+    return JobController(client, factory, s.workers, s.clock, r, backoff_seconds=s.job_backoff_seconds,
+                         max_backoff_seconds=s.job_max_backoff_seconds)
+
+
+def _cronjob(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
+    from minik.controllers.cronjob import CronJobController
+    return CronJobController(client, factory, s.workers, s.clock, r)
+
+
+def _ttl_after_finished(client: Client, factory: InformerFactory, s: ControllerSettings,
+                        r: Recorder | None) -> Controller:
+    from minik.controllers.ttlafterfinished import TTLAfterFinishedController
+    return TTLAfterFinishedController(client, factory, s.workers, s.clock, r)
+
+
+def _garbage_collector(client: Client, factory: InformerFactory, s: ControllerSettings,
+                       r: Recorder | None) -> Controller:
+    from minik.controllers.garbagecollector import GarbageCollector
+    return GarbageCollector(client, factory, s.workers, s.clock, r)
+
+
+def _namespace(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
+    from minik.controllers.namespace import NamespaceController
+    return NamespaceController(client, factory, s.workers, s.clock, r)
+
+
+def _node_lifecycle(client: Client, factory: InformerFactory, s: ControllerSettings,
+                    r: Recorder | None) -> Controller:
+    from minik.controllers.nodelifecycle import NodeLifecycleController
+    return NodeLifecycleController(client, factory, s.workers, s.clock, r,
+                                   grace_period_seconds=s.node_monitor_grace_period_seconds,
+                                   monitor_period_seconds=s.node_monitor_period_seconds,
+                                   eviction_rate=s.node_eviction_rate,
+                                   secondary_eviction_rate=s.secondary_node_eviction_rate)
+
+
+def _taint_eviction(client: Client, factory: InformerFactory, s: ControllerSettings,
+                    r: Recorder | None) -> Controller:
+    from minik.controllers.tainteviction import TaintEvictionController
+    return TaintEvictionController(client, factory, s.workers, s.clock, r)
+
+
+def _event_ttl(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
+    from minik.controllers.eventttl import EventTTLController
+    return EventTTLController(client, factory, 1, s.clock, r, ttl_seconds=s.event_ttl_seconds)
+
+
+def _endpoints(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
+    from minik.controllers.endpoints import EndpointsController
+    return EndpointsController(client, s.workers, services=factory.informer("services"),  # type: ignore[return-value]
+                               pods=factory.informer("pods"), endpoints=factory.informer("endpoints"))
+
+
+#: controller name -> factory (Kubernetes' names, as kube-controller-manager --controllers takes them)
 CONTROLLERS: dict[str, ControllerFactory] = {
     "replicaset": _replicaset,
     "replicationcontroller": _replicationcontroller,
     "deployment": _deployment,
+    "daemonset": _daemonset,
+    "job": _job,
+    "cronjob": _cronjob,
+    "ttl-after-finished": _ttl_after_finished,
+    "garbage-collector": _garbage_collector,
+    "namespace": _namespace,
+    "node-lifecycle": _node_lifecycle,
+    "taint-eviction": _taint_eviction,
+    "event-ttl": _event_ttl,
+    "endpoints": _endpoints,
 }
 
 

@@ -13,8 +13,10 @@ import structlog
 
 from minik.aio import start_task, stop_task
 from minik.client import Client
+from minik.jointoken import ensure_token
+from minik.kubelet.agent import AgentSettings, NodeAgent
 from minik.kubelet.kubelet import Kubelet, KubeletSettings
-from minik.kubelet.node import NodeConfig, host_address, host_capacity, well_known_labels
+from minik.kubelet.node import NodeConfig, well_known_labels
 
 if TYPE_CHECKING:
     from minik.cluster import ClusterSettings
@@ -48,6 +50,7 @@ class NodeComponent:
         self.client = client
         self.kubelets: list[Kubelet] = []
         self.local: Kubelet | None = None
+        self.agent: NodeAgent | None = None
         self.local_ready = asyncio.Event()
         self._local_task: asyncio.Task[None] | None = None
 
@@ -60,31 +63,32 @@ class NodeComponent:
             from minik.kubelet.runtimes.fake import FakeRuntime
 
             fake = Kubelet(self.client, FakeRuntime(s.fake_start_delay_seconds), fake_nodes(s.fake_nodes),
-                           KubeletSettings(**{"workers": 16, "resync_seconds": 0.0, **s.kubelet}))  # type: ignore[arg-type]
+                           KubeletSettings(**{"workers": 16, "resync_seconds": 0.0, "record_events": False,
+                                                **s.kubelet}))  # type: ignore[arg-type]
             await fake.start()
             self.kubelets.append(fake)
         if s.local_node:
             self._local_task = start_task(self._start_local(), "local node start")
 
     async def _start_local(self) -> None:
-        from minik.kubelet.runtimes.select import open_runtime
-
         s = self.settings
         name = s.node_name or default_node_name()
         data_dir = s.data_dir / "kubelet"
-        from minik.kubelet.containers import ContainerConfigs
-
-        runtime = await open_runtime(s.node_runtime, data_dir)
-        node = NodeConfig(name, host_address(), host_capacity(str(data_dir)), well_known_labels(name))
-        configs = ContainerConfigs(self.client, data_dir, node.address, node.capacity)
-        kubelet = Kubelet(self.client, runtime, [node], self._kubelet_settings(), configs)
-        await kubelet.start()
-        self.local = kubelet
-        self.kubelets.append(kubelet)
+        token = ensure_token(s.data_dir)  # the API server presents it to the kubelet's endpoint
+        agent = NodeAgent(self.client, AgentSettings(name, data_dir, s.node_runtime, token=token,
+                                                     kubelet=self._kubelet_settings()))
+        await agent.start()
+        self.agent = agent
+        assert agent.kubelet is not None
+        self.local = agent.kubelet
         self.local_ready.set()
 
     async def stop(self) -> None:
         await stop_task(self._local_task)
+        if self.agent is not None:
+            await self.agent.stop()
+            self.agent = None
+        self.local = None
         for kubelet in reversed(self.kubelets):
             await kubelet.stop()
         self.kubelets.clear()

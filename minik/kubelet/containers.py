@@ -17,6 +17,7 @@ from typing import Any
 
 from minik.api.errors import StatusError
 from minik.api.quantity import parse_quantity
+from minik.api.serviceenv import service_env
 from minik.client import Client
 from minik.kubelet.runtimes.base import ContainerConfig, Mount, RuntimeFailure, SandboxInfo
 
@@ -95,9 +96,20 @@ class ContainerConfigs:
                      for k, v in (obj.get("binaryData") or {}).items()})
         return data
 
+    async def service_env(self, pod: Obj) -> dict[str, str]:
+        """NAME_SERVICE_HOST, NAME_SERVICE_PORT... for the Services the pod sees when its container starts: those
+        of its namespace (unless enableServiceLinks is false) and the `kubernetes` Service (minik.api.serviceenv)."""
+        namespace = pod["metadata"]["namespace"]
+        links = (pod.get("spec") or {}).get("enableServiceLinks") is not False
+        services = list((await self.client.list("services", namespace)).get("items") or []) if links else []
+        if namespace != "default" or not links:
+            master = await self._get("services", "default", "kubernetes")
+            services += [master] if master is not None else []
+        return service_env(services, namespace, links)
+
     async def env(self, pod: Obj, container: Obj, pod_ip: str) -> dict[str, str]:
         namespace = pod["metadata"]["namespace"]
-        env: dict[str, str] = {}
+        env: dict[str, str] = await self.service_env(pod)  # the container's own env overrides these
         for source in container.get("envFrom") or []:
             prefix = source.get("prefix") or ""
             for kind, key in (("ConfigMap", "configMapRef"), ("Secret", "secretRef")):

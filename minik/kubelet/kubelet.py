@@ -15,6 +15,7 @@ import structlog
 
 from minik.aio import start_task, stop_task
 from minik.client import Client
+from minik.events import EventRecorder
 from minik.informers import Informer
 from minik.kubelet.node import NodeConfig, NodeKeeper
 from minik.kubelet.podworker import ConfigBuilder, PodWorkers, WorkerSettings
@@ -34,6 +35,9 @@ class KubeletSettings:
     """Every pod is synced at least this often (0: only on changes), a safety net under the runtime's events."""
     lease_renew_seconds: float = 10.0
     status_report_seconds: float = 300.0
+    record_events: bool = True
+    """Whether container events (Pulled, Created, Started, Killing, Unhealthy, BackOff...) are written; simulated
+    nodes at scale leave them out."""
     worker: WorkerSettings = field(default_factory=WorkerSettings)
 
 
@@ -55,8 +59,10 @@ class Kubelet:
         self.nodes = {n.name: n for n in nodes}
         self.settings = settings or KubeletSettings()
         self.queue: WorkQueue[str] = WorkQueue(name="kubelet")
+        self.recorder = EventRecorder(client, "kubelet", nodes[0].name if len(nodes) == 1 else None) \
+            if self.settings.record_events else None
         self.workers = PodWorkers(client, runtime, self._host_ip, self._enqueue, self.settings.worker,
-                                  build_config)
+                                  build_config, self.recorder)
         self.keeper = NodeKeeper(client, nodes, lease_renew_seconds=self.settings.lease_renew_seconds,
                                  status_report_seconds=self.settings.status_report_seconds)
         selector = f"spec.nodeName={nodes[0].name}" if len(nodes) == 1 else "spec.nodeName!="
@@ -104,6 +110,8 @@ class Kubelet:
 
     # -- life -------------------------------------------------------------------------------------------------
     async def start(self) -> None:
+        if self.recorder is not None:
+            await self.recorder.start()
         await self.runtime.start(self._runtime_changed)
         version = await self.runtime.version()
         for node in self.nodes.values():
@@ -123,7 +131,20 @@ class Kubelet:
         await self.informer.stop()
         await self.workers.stop()
         await self.runtime.stop()
+        if self.recorder is not None:
+            await self.recorder.stop()
         self._log.info("kubelet stopped")
+
+    def find_pod(self, namespace: str, name: str) -> Obj | None:
+        """The pod of that name bound to this kubelet (the live one when an old one still terminates)."""
+        found = None
+        for pod in self.pods.values():
+            meta = pod.get("metadata") or {}
+            if meta.get("namespace") == namespace and meta.get("name") == name:
+                if not meta.get("deletionTimestamp"):
+                    return pod
+                found = pod
+        return found
 
     async def wait_registered(self, timeout: float | None = None) -> None:
         async with asyncio.timeout(timeout):

@@ -4,8 +4,10 @@ report the pod's status (only when it changed).
 A sync is idempotent and never waits long: it starts what is missing (the sandbox, the next init container, the
 app containers), restarts what exited per restartPolicy with Kubernetes' back-off (10 s doubling to 5 min:
 CrashLoopBackOff; image pulls the same: ErrImagePull then ImagePullBackOff), and returns when it wants to run
-again (a back-off ending). Termination (SIGTERM, grace, SIGKILL, removal, then the API delete with
-gracePeriodSeconds=0) runs in its own task so that a long grace period holds no worker.
+again (a back-off ending). Probes run beside it (prober.py) and wake it when a result changes: readiness marks
+containers ready, a failed liveness or startup probe stops the container so that restartPolicy restarts it.
+Stopping takes time (SIGTERM, the grace period, SIGKILL), so termination (preStop hooks, stop, removal, then the
+API delete with gracePeriodSeconds=0) and probe kills run in a task of their own that holds no worker.
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ import structlog
 from minik.aio import start_task, stop_task
 from minik.api.errors import StatusError
 from minik.client import Client
+from minik.events import EventRecorder
+from minik.kubelet.actions import Target, run_action
+from minik.kubelet.podevents import PodEvents
+from minik.kubelet.prober import Prober
 from minik.kubelet.runtimes.base import ContainerConfig, ContainerInfo, PodRecord, Runtime, RuntimeFailure, SandboxInfo
 from minik.kubelet.status import TERMINAL_PHASES, WorkerView, pod_status, status_patch
 
@@ -48,6 +54,8 @@ class WorkerSettings:
     backoff_max_seconds: float = 300.0
     orphan_grace_seconds: float = 2.0
     """Grace for the containers of a pod the API no longer has."""
+    minimum_grace_seconds: float = 2.0
+    """What a container is still given after its preStop hook took the whole grace period (Kubernetes: 2 s)."""
 
 
 @dataclass
@@ -63,10 +71,11 @@ class PodState:
     restart_backoff: dict[str, _Backoff] = field(default_factory=dict)
     image_backoff: dict[str, _Backoff] = field(default_factory=dict)
     waiting: dict[str, tuple[str, str]] = field(default_factory=dict)
-    not_ready: set[str] = field(default_factory=set)
-    not_started: set[str] = field(default_factory=set)
     written: Obj | None = None
-    terminating: asyncio.Task[None] | None = None
+    busy: asyncio.Task[None] | None = None
+    """a long operation in progress (termination, a probe kill): syncs wait for it"""
+    acted: bool = False
+    """whether this sync started, restarted or removed anything (then the runtime is read again)"""
     terminated: bool = False
 
 
@@ -89,28 +98,32 @@ def pull_policy(spec: Obj) -> str:
 class PodWorkers:
     def __init__(self, client: Client, runtime: Runtime, host_ips: Callable[[str], str],
                  enqueue: Callable[[str, float], None], settings: WorkerSettings | None = None,
-                 build_config: ConfigBuilder | None = None) -> None:
+                 build_config: ConfigBuilder | None = None, recorder: EventRecorder | None = None) -> None:
         self.client = client
         self.runtime = runtime
         self.host_ips = host_ips
         self.enqueue = enqueue
         self.settings = settings or WorkerSettings()
         self.build_config = build_config
+        self.events = PodEvents(recorder)
+        self.prober = Prober(runtime, lambda uid: enqueue(uid, 0.0), recorder)
         self.states: dict[str, PodState] = {}
 
     async def stop(self) -> None:
         for state in self.states.values():
-            await stop_task(state.terminating)
+            await stop_task(state.busy)
+        await self.prober.stop()
 
     # -- one sync ---------------------------------------------------------------------------------------------
     async def sync(self, uid: str, pod: Obj | None) -> float | None:
         """Reconcile one pod (None: the API no longer has it). Returns seconds until it wants another sync."""
         state = self.states.setdefault(uid, PodState())
-        if state.terminating is not None:
-            if not state.terminating.done():
-                return None
-            state.terminating = None
+        if state.busy is not None:
+            if not state.busy.done():
+                return None  # the task wakes the pod when it is done
+            state.busy = None
         if pod is None:
+            await self.prober.forget(uid)
             if await self.runtime.pod(uid) is not None:
                 await self.runtime.remove_pod(uid, self.settings.orphan_grace_seconds)
             if self.build_config is not None:
@@ -120,16 +133,23 @@ class PodWorkers:
         meta = pod["metadata"]
         if meta.get("deletionTimestamp"):
             if not state.terminated:
-                state.terminating = start_task(self._terminate(uid, pod, state), f"terminate pod {uid}")
+                await self.prober.forget(uid)
+                state.busy = start_task(self._terminate(uid, pod, state), f"terminate pod {uid}")
             return None
         record = await self.runtime.pod(uid)
         if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
+            await self.prober.forget(uid)
             await self._stop_running(record)
             return None
+        state.acted = False
         requeue = await self._converge(pod, record, state)
-        record = await self.runtime.pod(uid)
+        if state.acted or record is None:
+            record = await self.runtime.pod(uid)
+        probes = await self.prober.sync(pod, record)
+        if probes.failed and record is not None:
+            state.busy = start_task(self._kill_unhealthy(pod, record, probes.failed), f"probe kill {uid}")
         view = WorkerView(self.runtime.name, self.host_ips((pod.get("spec") or {}).get("nodeName", "")),
-                          state.waiting, state.not_ready, state.not_started)
+                          state.waiting, probes.not_ready, probes.not_started)
         new = pod_status(pod, record, view)
         if new["phase"] in TERMINAL_PHASES:
             await self._stop_running(record)
@@ -163,15 +183,16 @@ class PodWorkers:
         spec = pod.get("spec") or {}
         policy = spec.get("restartPolicy") or "Always"
         if record is None or record.sandbox is None or not record.sandbox.running:
+            state.acted = True
             if record is not None and record.containers:
                 await self.runtime.remove_pod(uid, 0)  # the sandbox died: start the pod over, as Kubernetes does
             try:
-                await self.runtime.run_sandbox(pod)
+                sandbox = await self.runtime.run_sandbox(pod)
             except RuntimeFailure as exc:
                 state.waiting = {c["name"]: (exc.reason, exc.message) for c in spec.get("containers") or []}
                 return self.settings.backoff_initial_seconds
-            record = await self.runtime.pod(uid)
-            assert record is not None and record.sandbox is not None
+            meta = pod["metadata"]
+            record = PodRecord(uid, meta.get("namespace", ""), meta["name"], spec.get("nodeName", ""), sandbox)
         sandbox = record.sandbox
         for container in spec.get("initContainers") or []:
             latest = record.latest(container["name"])
@@ -210,6 +231,8 @@ class PodWorkers:
             entry = None  # ran well for long enough: start over
         if entry is not None and now - entry.since < entry.delay:
             meta = pod["metadata"]
+            if state.waiting.get(name, ("",))[0] != "CrashLoopBackOff":
+                self.events.crash_backoff(pod, name)
             state.waiting[name] = ("CrashLoopBackOff", f"back-off {entry.delay:g}s restarting failed container={name} "
                                    f"pod={meta['name']}_{meta['namespace']}({meta['uid']})")
             return entry.delay - (now - entry.since)
@@ -226,18 +249,25 @@ class PodWorkers:
         if pulling is not None and now - pulling.since < pulling.delay:
             if now - pulling.since < ERR_IMAGE_PULL_SHOWN_SECONDS:  # the error itself stays visible a moment
                 return ERR_IMAGE_PULL_SHOWN_SECONDS - (now - pulling.since)
+            if state.waiting.get(name, ("",))[0] != "ImagePullBackOff":
+                self.events.pull_backoff(pod, name, image)
             state.waiting[name] = ("ImagePullBackOff", f'Back-off pulling image "{image}"')
             return pulling.delay - (now - pulling.since)
+        began = time.monotonic()
+        state.acted = True
         try:
-            await self.runtime.ensure_image(image, pull_policy(container))
+            pulled = await self.runtime.ensure_image(image, pull_policy(container))
         except RuntimeFailure as exc:
             delay = self.settings.backoff_initial_seconds if pulling is None else \
                 min(pulling.delay * 2, self.settings.backoff_max_seconds)
             state.image_backoff[name] = _Backoff(delay, now)
             state.waiting[name] = (exc.reason, exc.message)
+            self.events.pull_failed(pod, name, image, exc.reason, exc.message)
             log.info("image pull failed", pod=_key(pod), container=name, image=image, error=exc.message)
             return ERR_IMAGE_PULL_SHOWN_SECONDS  # report ErrImagePull now, ImagePullBackOff after
         state.image_backoff.pop(name, None)
+        if pulled is not None:
+            self.events.pulled(pod, name, image, time.monotonic() - began if pulled else None)
         try:
             if self.build_config is not None and self.runtime.needs_config:
                 config = await self.build_config.build(pod, container, sandbox, init)
@@ -246,12 +276,62 @@ class PodWorkers:
             await self.runtime.start_container(pod, sandbox, config, attempt)
         except RuntimeFailure as exc:
             state.waiting[name] = (exc.reason, exc.message)
+            self.events.failed(pod, name, exc.message)
             log.info("container did not start", pod=_key(pod), container=name, reason=exc.reason, error=exc.message)
             return self.settings.backoff_initial_seconds
+        self.events.created(pod, name)
+        self.events.started(pod, name)
         state.waiting.pop(name, None)
         return None
 
+    # -- probe kills ------------------------------------------------------------------------------------------
+    async def _kill_unhealthy(self, pod: Obj, record: PodRecord, failed: dict[str, str]) -> None:
+        """Stop the containers whose liveness or startup probe failed; the next sync restarts them as
+        restartPolicy says (counting a restart, with back-off)."""
+        stops = []
+        for container in (pod.get("spec") or {}).get("containers") or []:
+            name = container["name"]
+            latest = record.latest(name)
+            if name not in failed or latest is None or latest.state != "running":
+                continue
+            probe = container.get("startupProbe" if failed[name] == "startup" else "livenessProbe") or {}
+            grace = probe.get("terminationGracePeriodSeconds")
+            if grace is None:
+                grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
+            self.events.killing(pod, name, failed[name])
+            log.info("probe failed; restarting the container", pod=_key(pod), container=name, probe=failed[name])
+            stops.append(self.runtime.stop_container(latest.id, float(grace)))
+        try:
+            await asyncio.gather(*stops)
+        finally:
+            self.enqueue(pod["metadata"]["uid"], 0.0)
+
     # -- termination ------------------------------------------------------------------------------------------
+    async def _pre_stop(self, pod: Obj, record: PodRecord, grace: float) -> None:
+        """Announce each running container's stop and run the preStop hooks, together, within the grace period."""
+        hooks = []
+        for container in (pod.get("spec") or {}).get("containers") or []:
+            latest = record.latest(container["name"])
+            if latest is None or latest.state != "running":
+                continue
+            self.events.killing(pod, container["name"])
+            handler = (container.get("lifecycle") or {}).get("preStop")
+            if handler and not self.runtime.simulated and grace > 0:
+                ip = record.sandbox.ip if record.sandbox else ""
+                hooks.append(self._hook(pod, Target(self.runtime, latest.id, container, ip), handler, grace))
+        await asyncio.gather(*hooks)
+
+    async def _hook(self, pod: Obj, target: Target, handler: Obj, grace: float) -> None:
+        name = target.container["name"]
+        try:
+            outcome = await asyncio.wait_for(run_action(target, handler, grace, self.prober.http_session()), grace)
+        except TimeoutError:
+            log.info("preStop hook outlasted the grace period", pod=_key(pod), container=name)
+            return
+        if not outcome.ok:
+            self.events.prestop_failed(pod, name, outcome.message)
+            log.info("preStop hook failed", pod=_key(pod), container=name, message=outcome.message)
+
     async def _terminate(self, uid: str, pod: Obj, state: PodState) -> None:
         meta, spec = pod["metadata"], pod.get("spec") or {}
         grace = meta.get("deletionGracePeriodSeconds")
@@ -259,7 +339,12 @@ class PodWorkers:
             grace = spec.get("terminationGracePeriodSeconds", 30)
         began = time.monotonic()
         try:
-            await self.runtime.remove_pod(uid, float(grace))
+            record = await self.runtime.pod(uid)
+            if record is not None:
+                await self._pre_stop(pod, record, float(grace))
+            floor = min(float(grace), self.settings.minimum_grace_seconds)
+            remaining = max(float(grace) - (time.monotonic() - began), floor)
+            await self.runtime.remove_pod(uid, remaining)
             if self.build_config is not None:
                 self.build_config.remove(uid)
             try:

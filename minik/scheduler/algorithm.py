@@ -10,15 +10,19 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from minik.scheduler.arrays import Ints, Mask
 from minik.scheduler.framework import (ClusterView, Code, CycleState, FilterPlugin, NodeInfo, NodeList,
                                        NormalizePlugin, PodInfo, PreFilterExtensions, PreFilterPlugin,
                                        PreScorePlugin, ScorePlugin, Status, VectorFilterPlugin, VectorScorePlugin)
 from minik.scheduler.plugins.registry import Profile
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from minik.scheduler.arrays import Ints, Mask
+else:
+    from minik.scheduler.arrays import np
 
 NO_NODES_MESSAGE = "no nodes available to schedule pods"
 MIN_FEASIBLE_NODES_TO_FIND = 100

@@ -13,10 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from minik.scheduler.arrays import Ints, Mask, NodeArrays
+from minik.scheduler.arrays import NodeArrays
 from minik.scheduler.infos import (DEFAULT_SCHEDULER_NAME, HostPort, NodeInfo, NodeList, PodInfo, StaticNodes)
+
+if TYPE_CHECKING:
+    from minik.scheduler.arrays import Ints, Mask
 
 Obj = dict[str, Any]
 

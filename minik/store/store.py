@@ -27,6 +27,7 @@ from minik.store.errors import Compacted, Conflict, FutureRevision, KeyExists, K
 from minik.store.records import Event, EventType, Record
 from minik.store.settings import StoreSettings
 from minik.store.watch import Watcher, WatchHub
+from minik.store.writer import WriteConnection, write_transaction
 
 log = structlog.get_logger("minik.store")
 
@@ -64,7 +65,7 @@ def _set_revision(obj: dict[str, Any], revision: int) -> None:
 class Store:
     """A versioned key-value store of Kubernetes objects (dicts) under string keys."""
 
-    def __init__(self, settings: StoreSettings, writer_db: aiosqlite.Connection, reader_db: aiosqlite.Connection
+    def __init__(self, settings: StoreSettings, writer_db: WriteConnection, reader_db: aiosqlite.Connection
                  ) -> None:
         self.settings = settings
         self._db = writer_db
@@ -92,10 +93,14 @@ class Store:
     async def open(cls, settings: StoreSettings, *, compactor: bool = True) -> "Store":
         """Open (or create) the store file, load the current state, and start the writer and compactor."""
         settings.path.parent.mkdir(parents=True, exist_ok=True)
-        # the writer opens its transactions implicitly with BEGIN IMMEDIATE before the first write (one thread hop
-        # less per commit than an explicit BEGIN); the reader never writes
-        writer = await aiosqlite.connect(settings.path, isolation_level="IMMEDIATE")
-        reader = await aiosqlite.connect(settings.path, isolation_level=None)
+        # both connections are in autocommit mode: the writer's transactions are whole functions run in its thread
+        # (write_transaction: one statement, or BEGIN IMMEDIATE ... COMMIT); the reader never writes
+        writer = await WriteConnection.open(settings.path, isolation_level=None)
+        try:
+            reader = await aiosqlite.connect(settings.path, isolation_level=None)
+        except BaseException:
+            await writer.close()
+            raise
         try:
             for db in (writer, reader):
                 await db.execute(f"PRAGMA busy_timeout={int(settings.busy_timeout_ms)}")
@@ -404,12 +409,8 @@ class Store:
                 outcomes.append((write, exc))
         if rows:
             async with self._write_lock:
-                try:
-                    await self._db.executemany(schema.INSERT, rows)
-                    await self._db.commit()
-                except BaseException:
-                    await self._db.rollback()
-                    raise
+                await self._db.run(write_transaction([(schema.insert_rows(len(rows)),
+                                                       [value for row in rows for value in row])]))
             self._apply(overlay, events, revision)
             self._tombstones = tombstones
         for write, outcome in outcomes:
@@ -482,14 +483,9 @@ class Store:
             if high <= low:
                 break
             async with self._write_lock:
-                try:
-                    await self._db.execute(schema.COMPACT_REPLACED, (low, high))
-                    await self._db.execute(schema.COMPACT_TOMBSTONES, (low, high))
-                    await self._db.execute(schema.SET_META, ("compact_revision", high))
-                    await self._db.commit()
-                except BaseException:
-                    await self._db.rollback()
-                    raise
+                await self._db.run(write_transaction([(schema.COMPACT_REPLACED, (low, high)),
+                                                      (schema.COMPACT_TOMBSTONES, (low, high)),
+                                                      (schema.SET_META, ("compact_revision", high))]))
             self._compact_revision = high
             self._tombstones = {k: r for k, r in self._tombstones.items() if r > high}
             await asyncio.sleep(0)

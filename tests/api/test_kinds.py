@@ -28,6 +28,10 @@ def test_every_kind_is_registered_with_the_short_names_kubectl_shows() -> None:
     }
     assert REGISTRY.resolve("deploy") is resource("deployments")
     assert REGISTRY.resolve("pc") is resource("priorityclasses")
+    assert REGISTRY.resolve("deploy.apps") is resource("deployments")
+    assert REGISTRY.resolve("Deployment.v1.apps") is resource("deployments")
+    assert REGISTRY.resolve("cj.batch") is resource("cronjobs")
+    assert REGISTRY.resolve("deploy.batch") is None
     assert REGISTRY.by_kind("coordination.k8s.io/v1", "Lease") is resource("leases")
 
 

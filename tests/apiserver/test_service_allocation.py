@@ -61,6 +61,22 @@ async def test_concurrent_creates_never_share_a_cluster_ip_and_a_full_range_is_a
                "range is full" for b in refused), refused[0]
 
 
+async def test_concurrent_creates_never_share_a_node_port_and_one_asked_for_is_given_once(cluster) -> None:
+    two_ports = [{"name": "http", "port": 80}, {"name": "https", "port": 443}]
+    async with aiohttp.ClientSession(base_url=cluster.url) as session:  # 30042: in the band kept for asked ports
+        dynamic = await asyncio.gather(*(call(session, "POST", SERVICES, service(f"d{i}", type="NodePort",
+                                                                                 ports=two_ports))
+                                         for i in range(30)))
+        static = await asyncio.gather(*(call(session, "POST", SERVICES, service(f"s{i}", type="NodePort", ports=[
+            {"port": 80, "nodePort": 30042}])) for i in range(12)))
+    assert all(status == 201 for status, _ in dynamic)
+    ports = [p["nodePort"] for _, body in dynamic for p in body["spec"]["ports"]]
+    assert len(set(ports)) == 60
+    assert sorted(status for status, _ in static) == [201] + [422] * 11
+    assert {body["message"].split(": ", 1)[1] for status, body in static if status == 422} == {
+        "spec.ports[0].nodePort: Invalid value: 30042: provided port is already allocated"}
+
+
 async def test_deleting_a_service_releases_its_cluster_ip_and_node_ports(http) -> None:
     status, _ = await http.post(SERVICES, service("a", type="NodePort", clusterIP="10.96.5.5",
                                                   ports=[{"port": 80, "nodePort": 30080}]))

@@ -56,6 +56,7 @@ def test_up_detached_then_status_kubectl_get_and_down(tmp_path: Path) -> None:
     url, kubeconfig = ready.group(1), Path(ready.group(2))
     assert kubeconfig == data / "kubeconfig"
     assert re.match(r"^minik: running in the background as PID \d+ .*stop it with: minik down$", lines[2])
+    assert lines[3].startswith("minik: add a node with: minik node join --server http://127.0.0.1:")
     try:
         assert stat.S_IMODE(kubeconfig.stat().st_mode) == 0o600
         assert http("GET", url + "/api/v1/namespaces/default")["metadata"]["name"] == "default"
@@ -107,8 +108,18 @@ def start(home: Path, data: Path) -> tuple[subprocess.Popen[str], str]:
     assert process.stdout is not None
     first = process.stdout.readline()
     assert first == f"minik: starting cluster 'minik' (data in {data})\n"
+    assert re.fullmatch(rf"minik: store {re.escape(str(data))}/state\.db open at revision \d+\n",
+                        process.stdout.readline())
+    listening = re.fullmatch(r"minik: API server listening on (http://127\.0\.0\.1:\d+)\n", process.stdout.readline())
+    assert listening, "no listening line"
+    started = [process.stdout.readline() for _ in range(4)]
+    assert started == [f"minik: {name} started\n" for name in ("scheduler", "controllers", "proxy", "node")]
     ready = READY.match(process.stdout.readline().rstrip("\n"))
     assert ready, "no ready line"
+    assert ready.group(1) == listening.group(1)
+    token = (data / "join-token").read_text().strip()
+    assert process.stdout.readline() == f"minik: add a node with: minik node join --server {ready.group(1)} " \
+                                        f"--token {token}\n"
     return process, ready.group(1)
 
 

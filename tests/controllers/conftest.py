@@ -11,6 +11,7 @@ import pytest
 from minik.client import Client
 from minik.cluster import COMPONENTS, Cluster, ClusterSettings
 from minik.controllers.base import FakeClock
+from minik.testing.nodes import SimulatedCluster, SimulatedNodes
 
 
 @pytest.fixture
@@ -44,3 +45,29 @@ async def api(controlled: Cluster) -> AsyncIterator[Client]:
         yield client
     finally:
         await client.close()
+
+
+@pytest.fixture
+def simulated_settings() -> dict[str, object]:
+    """ControllerSettings for the simulated cluster: short grace periods and back-offs, so tests take seconds."""
+    return {"node_monitor_grace_period_seconds": 2.0, "node_monitor_period_seconds": 0.25,
+            "node_eviction_rate": 10.0, "job_backoff_seconds": 0.05, "job_max_backoff_seconds": 0.5}
+
+
+@pytest.fixture
+async def simulated(tmp_path: Path, simulated_settings: dict[str, object]) -> AsyncIterator[SimulatedCluster]:
+    """A real API server with the scheduler and the controllers, and simulated nodes the test adds, stops and
+    restarts (each its own kubelet on the fake runtime, renewing its lease every 0.2 s)."""
+    settings = ClusterSettings(data_dir=tmp_path / "cluster", port=0, synchronous="NORMAL",
+                               disabled=frozenset({"node", "proxy"}),
+                               controllers={"workers": 2, **simulated_settings})
+    cluster = Cluster(settings)
+    await cluster.start()
+    assert cluster.client is not None
+    nodes = SimulatedNodes(cluster.client)
+    try:
+        async with Client.http(cluster.url) as api:
+            yield SimulatedCluster(cluster, api, nodes)
+    finally:
+        await nodes.close()
+        await cluster.stop()

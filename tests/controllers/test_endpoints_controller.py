@@ -185,3 +185,11 @@ def test_addresses_with_the_same_ports_share_a_subset_and_headless_services_need
     subsets = endpoint_subsets(publishing, [pod("db-0", "10.0.0.1"), pod("db-2", "10.0.0.3", ready=False)])
     assert [len(s["addresses"]) for s in subsets] == [2] and subsets[0]["ports"] == [{"port": 5432,
                                                                                      "protocol": "TCP"}]
+
+
+async def test_the_controller_manager_runs_the_endpoints_controller(controlled: Cluster) -> None:
+    assert "endpoints" in controlled.components["controllers"].controllers  # type: ignore[attr-defined]
+    async with Client.http(controlled.url) as client:
+        await web_service(client)
+        await run_pod(client, "a", "10.244.0.5")
+        await eventually(client, "web", lambda e: ips(e) == ["10.244.0.5"])

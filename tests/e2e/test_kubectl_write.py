@@ -265,12 +265,20 @@ async def test_delete_without_waiting_leaves_the_marked_object(http, kubectl) ->
     assert result.out == 'deployment.apps "d" deleted\n'
     _, obj = await http.get(f"{DEPLOYMENTS}/d")
     assert obj["metadata"]["finalizers"] == ["foregroundDeletion"] and obj["metadata"]["deletionTimestamp"]
-    # the answer kubectl got: 200 with the marked object (202 is only for the old orphanDependents=false)
+    # the answer kubectl got: 200 with the marked object (202 is only for the old orphanDependents=false on an
+    # object that is not gone at once)
     await http.post(DEPLOYMENTS, deployment("e"))
     status, body = await http.delete(f"{DEPLOYMENTS}/e", {"propagationPolicy": "Foreground"})
     assert status == 200 and body["metadata"]["finalizers"] == ["foregroundDeletion"]
+    # orphanDependents=false is Background, as in Kubernetes: no finalizer, so the object goes at once
     await http.post(DEPLOYMENTS, deployment("f"))
-    assert (await http.delete(f"{DEPLOYMENTS}/f", {"orphanDependents": False}))[0] == 202
+    status, body = await http.delete(f"{DEPLOYMENTS}/f", {"orphanDependents": False})
+    assert (status, body["kind"], body["status"]) == (200, "Status", "Success")
+    held = deployment("g")
+    held["metadata"]["finalizers"] = ["example.com/hold"]
+    await http.post(DEPLOYMENTS, held)
+    status, body = await http.delete(f"{DEPLOYMENTS}/g", {"orphanDependents": False})
+    assert status == 202 and body["metadata"]["finalizers"] == ["example.com/hold"]
 
 
 # -- wait and watch ------------------------------------------------------------------------------------------

@@ -8,89 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-import urllib.request
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import aiodocker
-import pytest
-
-from minik.client import Client
-from minik.cluster import Cluster, ClusterSettings
 from minik.kubelet.component import NodeComponent
-from minik.kubelet.podworker import WorkerSettings
-from minik.kubelet.runtimes.select import kubelet_id
+from tests.kubelet.docker_helpers import NODE, DockerNode, busybox, docker_cluster, fetch_eventually
 from tests.kubelet.helpers import condition, container_state, phase, pod_manifest, wait_for_pod, wait_gone
-
-NODE = "docker-node"
-BUSYBOX = "busybox:latest"
-
-
-def busybox(name: str, script: str, **extra: object) -> dict:
-    return {"name": name, "image": BUSYBOX, "imagePullPolicy": "IfNotPresent", "command": ["sh", "-c", script],
-            **extra}
-
-
-class DockerNode:
-    def __init__(self, cluster: Cluster, client: Client, docker: aiodocker.Docker) -> None:
-        self.cluster = cluster
-        self.client = client
-        self.docker = docker
-
-    @property
-    def component(self) -> NodeComponent:
-        return self.cluster.components["node"]  # type: ignore[return-value]
-
-    async def containers(self, uid: str) -> list[dict]:
-        import json
-
-        filters = json.dumps({"label": [f"io.kubernetes.pod.uid={uid}"]})
-        async with self.docker._query("containers/json", params={"all": "1", "filters": filters}) as response:
-            return list(await response.json())
-
-
-@pytest.fixture
-async def node(tmp_path: Path) -> AsyncIterator[DockerNode]:
-    settings = ClusterSettings(data_dir=tmp_path / "c", port=0, synchronous="NORMAL", node_name=NODE,
-                               node_runtime="docker", disabled=frozenset({"scheduler", "controllers", "proxy"}),
-                               kubelet={"worker": WorkerSettings(backoff_initial_seconds=1.0,
-                                                                 backoff_max_seconds=4.0)})
-    async with aiodocker.Docker() as docker:
-        try:
-            async with Cluster(settings) as cluster, Client.http(cluster.url) as client:
-                component: NodeComponent = cluster.components["node"]  # type: ignore[assignment]
-                await asyncio.wait_for(component.local_ready.wait(), 20)
-                assert component.local is not None
-                await component.local.wait_registered(10)
-                yield DockerNode(cluster, client, docker)
-        finally:
-            await remove_containers(docker, kubelet_id(settings.data_dir / "kubelet"))
-
-
-async def remove_containers(docker: aiodocker.Docker, kubelet: str) -> None:
-    """What the test's kubelet left running (its pods were not deleted) goes with the test."""
-    import json
-
-    filters = json.dumps({"label": [f"minik.io/kubelet={kubelet}"]})
-    async with docker._query("containers/json", params={"all": "1", "filters": filters}) as response:
-        for container in await response.json():
-            await docker.containers.container(container["Id"]).delete(force=True)
-
-
-def fetch(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - the pod's own address
-        return response.read().decode()
-
-
-async def fetch_eventually(url: str, timeout: float = 10.0) -> str:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return await asyncio.to_thread(fetch, url)
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.1)
 
 
 async def test_httpd_pod_answers_on_its_ip_with_env_and_config_map_and_containers_share_localhost(
@@ -193,3 +115,46 @@ async def test_a_restarted_kubelet_adopts_its_containers_without_duplicates(node
     assert after == before
     pod = await client.get("pods", "steady", "default")
     assert container_state(pod)["restartCount"] == 0 and "running" in container_state(pod)["state"]
+
+
+async def test_a_busybox_httpd_deployment_runs_and_answers_on_each_pod_ip(tmp_path: Path) -> None:
+    """The scheduler and the controllers with the Docker node: the path `minik apply -f manifests/` takes."""
+    script = "mkdir -p /www && echo hello from $(hostname) > /www/index.html && exec httpd -f -p 8080 -h /www"
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
+                  "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                           "template": {"metadata": {"labels": {"app": "web"}},
+                                        "spec": {"containers": [busybox("httpd", script,
+                                                                        ports=[{"containerPort": 8080}])]}}}}
+    async with docker_cluster(tmp_path / "c", disabled=frozenset()) as node:
+        client = node.client
+        await client.create("deployments", deployment)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            found = await client.get("deployments", "web", "default")
+            if (found.get("status") or {}).get("availableReplicas") == 2:
+                break
+            await asyncio.sleep(0.2)
+        else:
+            raise AssertionError(f"the deployment did not become available: {found.get('status')}")
+        pods = (await client.list("pods", "default", label_selector="app=web"))["items"]
+        assert len(pods) == 2 and {p["spec"]["nodeName"] for p in pods} == {NODE}
+        for pod in pods:
+            name, ip = pod["metadata"]["name"], pod["status"]["podIP"]
+            assert await fetch_eventually(f"http://{ip}:8080/") == f"hello from {name}\n"
+
+
+async def test_a_restarted_kubelet_removes_the_containers_of_pods_deleted_while_it_was_down(node: DockerNode) -> None:
+    client = node.client
+    await client.create("pods", pod_manifest("goner", node=NODE, containers=[busybox("app", "exec sleep 3600")]))
+    pod = await wait_for_pod(client, "goner", lambda p: phase(p) == "Running", 30)
+    await node.component.stop()
+    await client.delete("pods", "goner", "default", grace_period_seconds=0)  # forced: no kubelet confirms it
+    await wait_gone(client, "pods", "goner")
+    assert len(await node.containers(pod["metadata"]["uid"])) == 2  # pause + app, orphaned
+    restarted = NodeComponent(node.cluster.settings, node.cluster.client)  # type: ignore[arg-type]
+    node.cluster.components["node"] = restarted
+    await restarted.start()
+    deadline = time.monotonic() + 20
+    while await node.containers(pod["metadata"]["uid"]) and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    assert await node.containers(pod["metadata"]["uid"]) == []

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
+from minik.api import remotecommand as rc
 from minik.client import Client
 from minik.cluster import Cluster, ClusterSettings
 from minik.kubelet.component import NodeComponent
@@ -41,3 +43,27 @@ async def test_a_long_running_process_runs_on_the_node_address_and_stops_on_dele
     assert pod["status"]["podIP"] == pod["status"]["hostIP"]
     await client.delete("pods", "server", "default")
     await wait_gone(client, "pods", "server", timeout=8)
+
+
+async def test_probes_logs_and_exec_work_on_the_process_runtime(client: Client, tmp_path: Path) -> None:
+    marker = tmp_path / "ready"
+    script = f"echo starting; sleep 1; touch {marker}; exec sleep 600"
+    await client.create("pods", pod_manifest("local", node=NODE, containers=[
+        {"name": "app", "image": "none", "command": ["sh", "-c", script], "env": [{"name": "WHO", "value": "me"}],
+         "readinessProbe": {"exec": {"command": ["test", "-e", str(marker)]}, "periodSeconds": 1}}]))
+    pod = await wait_for_pod(client, "local", lambda p: phase(p) == "Running")
+    assert container_state(pod)["ready"] is False
+    await wait_for_pod(client, "local", lambda p: container_state(p).get("ready") is True)
+    logs = await client.logs("local", "default")
+    try:
+        assert b"".join([chunk async for chunk in logs.chunks]) == b"starting\n"
+    finally:
+        await logs.close()
+    socket = await client.exec_socket("local", "default", ["sh", "-c", "echo $WHO; exit 5"])
+    received: list[tuple[int, bytes]] = []
+    async with socket:
+        async for message in socket:
+            received.append(rc.parse(message.data))
+    assert (rc.STDOUT, b"me\n") in received
+    status = json.loads(next(payload for channel, payload in received if channel == rc.ERROR))
+    assert rc.exit_code(status) == 5

@@ -80,8 +80,10 @@ async def wait_bound(client: Client, name: str, namespace: str = "default", time
 
 
 async def events_for(client: Client, name: str, namespace: str = "default") -> list[Obj]:
+    """The events schedulers recorded about a pod (the simulated nodes' kubelets record Pulled, Created and
+    Started too; those are not the scheduler's business)."""
     listing = await client.list("events", namespace, field_selector=f"involvedObject.name={name}")
-    return listing["items"]
+    return [e for e in listing["items"] if (e.get("source") or {}).get("component") != "kubelet"]
 
 
 def node_info(name: str, *, running: list[Obj] | None = None, **kwargs: Any) -> NodeInfo:

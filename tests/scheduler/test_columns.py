@@ -3,11 +3,16 @@ per-node forms give, over randomly made clusters: the scheduler uses the first, 
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from minik.scheduler.arrays import LazyModule
 from minik.scheduler.framework import CycleState, NodeInfo, PodInfo, StaticNodes
 from minik.scheduler.plugins.balanced_allocation import BalancedAllocation
 from minik.scheduler.plugins.node_resources_fit import LEAST_ALLOCATED, MOST_ALLOCATED, NodeResourcesFit
@@ -15,6 +20,8 @@ from minik.scheduler.plugins.node_unschedulable import NodeUnschedulable
 from minik.scheduler.plugins.taint_toleration import TaintToleration
 
 from tests.scheduler.helpers import node_info, pod_info, pod_object
+
+ROOT = Path(__file__).resolve().parents[2]
 
 TAINTS = [{"key": "gpu", "effect": "NoSchedule"}, {"key": "old", "value": "yes", "effect": "NoExecute"},
           {"key": "spot", "effect": "PreferNoSchedule"}]
@@ -68,3 +75,33 @@ def test_columns_follow_the_pods_added_to_and_removed_from_a_node() -> None:
     assert (arrays.free_cpu.tolist(), arrays.free_pods.tolist()) == ([4000, 2500], [110, 109])
     nodes[1].remove_pod(running.key)
     assert arrays.free_cpu.tolist() == [4000, 4000]
+
+
+def test_starting_a_cluster_with_its_scheduler_does_not_import_numpy() -> None:
+    """numpy costs about 130 ms to import: `minik up` must reach ready without it (the scheduler imports it in a
+    thread later, or at its first pod)."""
+    code = ("import asyncio, sys, tempfile\n"
+            "from pathlib import Path\n"
+            "from minik.cluster import Cluster, ClusterSettings\n"
+            "async def main():\n"
+            "    with tempfile.TemporaryDirectory() as tmp:\n"
+            "        settings = ClusterSettings(data_dir=Path(tmp), port=0, disabled=frozenset(['controllers', 'node',"
+            " 'proxy']))\n"
+            "        async with Cluster(settings) as cluster:\n"
+            "            assert 'scheduler' in cluster.components\n"
+            "            print('numpy imported:', 'numpy' in sys.modules)\n"
+            "asyncio.run(main())\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "numpy imported: False" in done.stdout, done.stdout
+
+
+def test_a_lazy_module_imports_once_and_keeps_what_it_gave() -> None:
+    lazy = LazyModule("json")
+    assert not lazy.loaded
+    dumps = lazy.dumps
+    assert lazy.loaded and lazy.load() is sys.modules["json"]
+    assert lazy.dumps is dumps and "dumps" in vars(lazy)
+    with pytest.raises(AttributeError):
+        lazy.no_such_function

@@ -92,6 +92,7 @@ def generate_job_selector(job: Obj) -> None:
 class JobStrategy(Strategy):
     has_status = True
     tracks_generation = True
+    orphans_dependents_by_default = True  # core/v1 and batch/v1 keep the old default
 
     def initial_status(self, obj: Obj) -> Obj | None:
         return {}

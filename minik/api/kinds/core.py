@@ -310,6 +310,7 @@ class ServiceAccountStrategy(Strategy):
 class ReplicationControllerStrategy(Strategy):
     has_status = True
     tracks_generation = True
+    orphans_dependents_by_default = True  # core/v1 and batch/v1 keep the old default
 
     def initial_status(self, obj: Obj) -> Obj | None:
         return {"replicas": 0}

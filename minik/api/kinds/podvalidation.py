@@ -209,13 +209,17 @@ def _validate_container(c: Obj, path: str, volumes: set[str], *, init: bool, in_
         causes.append(v.type_invalid(v.child(path, "image"), image, "must be a string"))
     elif in_pod and image != image.strip():
         causes.append(v.invalid(v.child(path, "image"), image, "must not have leading or trailing whitespace"))
-    causes += v.validate_enum(c.get("imagePullPolicy"), v.child(path, "imagePullPolicy"), PULL_POLICIES)
-    causes += v.validate_enum(c.get("terminationMessagePolicy"), v.child(path, "terminationMessagePolicy"),
-                              ("File", "FallbackToLogsOnError"))
-    causes += _validate_ports(list_at(c, "ports"), v.child(path, "ports"))
-    causes += _validate_env(list_at(c, "env"), v.child(path, "env"))
-    causes += _validate_volume_mounts(list_at(c, "volumeMounts"), volumes, v.child(path, "volumeMounts"))
-    causes += _validate_resources(c.get("resources"), v.child(path, "resources"))
+    causes += v.validate_enum_field(c, "imagePullPolicy", path, PULL_POLICIES)
+    causes += v.validate_enum_field(c, "terminationMessagePolicy", path, ("File", "FallbackToLogsOnError"))
+    # lists a container leaves out are skipped without building their paths: creates are the hot path
+    if ports := list_at(c, "ports"):
+        causes += _validate_ports(ports, v.child(path, "ports"))
+    if env := list_at(c, "env"):
+        causes += _validate_env(env, v.child(path, "env"))
+    if mounts := list_at(c, "volumeMounts"):
+        causes += _validate_volume_mounts(mounts, volumes, v.child(path, "volumeMounts"))
+    if c.get("resources") not in (None, {}):
+        causes += _validate_resources(c.get("resources"), v.child(path, "resources"))
     restart = c.get("restartPolicy")
     sidecar = init and restart == "Always"
     if restart is not None:
@@ -224,12 +228,12 @@ def _validate_container(c: Obj, path: str, volumes: set[str], *, init: bool, in_
         elif restart != "Always":
             causes.append(v.not_supported(v.child(path, "restartPolicy"), restart, ["Always"]))
     for name in PROBES:
-        if init and not sidecar and c.get(name) is not None:
+        if c.get(name) is None:
+            continue
+        if init and not sidecar:
             causes.append(v.forbidden(v.child(path, name), "may not be set for init containers"))
-        elif name != "readinessProbe":
-            causes += _validate_probe(c.get(name), v.child(path, name), must_succeed_once=True)
         else:
-            causes += _validate_probe(c.get(name), v.child(path, name), must_succeed_once=False)
+            causes += _validate_probe(c.get(name), v.child(path, name), must_succeed_once=name != "readinessProbe")
     return causes
 
 
@@ -308,7 +312,10 @@ def validate_pod_spec(spec: Any, path: str, *, in_pod: bool) -> Causes:
     """A PodSpec at ``path`` ("spec", "spec.template.spec", ...). ``in_pod`` adds the rules only a Pod has."""
     if not isinstance(spec, dict):
         return expect_object(spec, path)
-    volumes, causes = _validate_volumes(list_at(spec, "volumes"), v.child(path, "volumes"))
+    volumes: set[str] = set()
+    causes: Causes = []
+    if declared := list_at(spec, "volumes"):
+        volumes, causes = _validate_volumes(declared, v.child(path, "volumes"))
     containers = spec.get("containers")
     seen: set[str] = set()
     if not containers:
@@ -332,11 +339,12 @@ def validate_pod_spec(spec: Any, path: str, *, in_pod: bool) -> Causes:
                     causes.append(v.duplicate(v.child(at, "name"), name))
                 seen.add(name)
             causes += _validate_container(container, at, volumes, init=list_name == "initContainers", in_pod=in_pod)
-    causes += v.validate_enum(spec.get("restartPolicy"), v.child(path, "restartPolicy"), RESTART_POLICIES)
-    causes += v.validate_enum(spec.get("dnsPolicy"), v.child(path, "dnsPolicy"), DNS_POLICIES)
+    causes += v.validate_enum_field(spec, "restartPolicy", path, RESTART_POLICIES)
+    causes += v.validate_enum_field(spec, "dnsPolicy", path, DNS_POLICIES)
     if spec.get("dnsPolicy") == "None" and not spec.get("dnsConfig"):
         causes.append(v.required(v.child(path, "dnsConfig"), "must provide `dnsConfig` when `dnsPolicy` is None"))
-    causes += v.validate_labels(spec.get("nodeSelector"), v.child(path, "nodeSelector"))
+    if spec.get("nodeSelector") is not None:
+        causes += v.validate_labels(spec.get("nodeSelector"), v.child(path, "nodeSelector"))
     for field in ("serviceAccountName", "nodeName", "schedulerName", "priorityClassName"):
         causes += _validate_named(spec, path, field, v.is_dns1123_subdomain)
     for field in ("hostname", "subdomain"):
@@ -345,9 +353,9 @@ def validate_pod_spec(spec: Any, path: str, *, in_pod: bool) -> Causes:
     if deadline is not None and not (v.is_int(deadline) and 1 <= deadline <= MAX_INT32):
         causes.append(v.invalid(v.child(path, "activeDeadlineSeconds"), deadline,
                                 v.inclusive_range_error(1, MAX_INT32)))
-    causes += validate_tolerations(spec.get("tolerations"), v.child(path, "tolerations"))
-    causes += v.validate_enum(spec.get("preemptionPolicy"), v.child(path, "preemptionPolicy"), PREEMPTION_POLICIES,
-                              required_=False)
+    if spec.get("tolerations") is not None:
+        causes += validate_tolerations(spec.get("tolerations"), v.child(path, "tolerations"))
+    causes += v.validate_enum_field(spec, "preemptionPolicy", path, PREEMPTION_POLICIES, required_=False)
     if spec.get("ephemeralContainers") and not in_pod:
         causes.append(v.forbidden(v.child(path, "ephemeralContainers"),
                                   "ephemeral containers not allowed in pod template"))

@@ -28,11 +28,14 @@ class Authorizer(Protocol):
         ...
 
 
+_LOOPBACK_ADMIN = User("system:admin", ("system:masters", "system:authenticated"))
+
+
 class LoopbackAuthenticator:
     """Everyone is an admin. Only fit for a server bound to loopback (the security work replaces it)."""
 
     async def authenticate(self, request: ApiRequest) -> User | None:
-        return User("system:admin", ("system:masters", "system:authenticated"))
+        return _LOOPBACK_ADMIN
 
 
 class AllowAll:

@@ -7,11 +7,15 @@ id, so a kubelet that restarts finds (adopts) what it ran and never touches anot
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 Obj = dict[str, Any]
+
+#: how much of a one-shot command's output is kept (probe and hook messages quote it; Kubernetes keeps 10 KiB)
+MAX_EXEC_OUTPUT = 10 * 1024
 
 #: called with a pod uid whenever something of that pod changed in the runtime (a container exited...)
 OnChange = Callable[[str], None]
@@ -72,6 +76,29 @@ class ContainerInfo:
     init: bool = False
 
 
+class ExecSession(Protocol):
+    """A command running inside a container (`kubectl exec`, exec probes, exec hooks)."""
+
+    async def read(self) -> tuple[int, bytes] | None:
+        """The next piece of output as (1 for stdout or 2 for stderr, bytes); None once the command's output
+        ended."""
+
+    async def write(self, data: bytes) -> None:
+        """Send to the command's stdin (when it was started with stdin)."""
+
+    async def close_stdin(self) -> None:
+        """End the command's stdin (EOF), output still flowing."""
+
+    async def resize(self, width: int, height: int) -> None:
+        """Resize the command's terminal (when it was started with a tty)."""
+
+    async def exit_code(self) -> int | None:
+        """The command's exit code once its output ended (None when the runtime cannot tell)."""
+
+    async def close(self) -> None:
+        """Let go of the command's streams."""
+
+
 @dataclass
 class SandboxInfo:
     id: str
@@ -107,6 +134,9 @@ class Runtime(Protocol):
     needs_config: bool
     """Whether start_container needs env, mounts and ports resolved (the fake runtime does not)."""
 
+    simulated: bool
+    """No real containers (the fake runtime): probes and hooks count as passed without running."""
+
     async def start(self, on_change: OnChange) -> None:
         """Connect; from now on call ``on_change(uid)`` whenever a pod's containers change on their own."""
 
@@ -122,8 +152,9 @@ class Runtime(Protocol):
     async def pod(self, uid: str) -> PodRecord | None:
         """One pod's sandbox and containers, None when the runtime holds nothing for it."""
 
-    async def ensure_image(self, image: str, policy: str) -> None:
-        """Make the image present per imagePullPolicy; RuntimeFailure ErrImagePull / ErrImageNeverPull."""
+    async def ensure_image(self, image: str, policy: str) -> bool | None:
+        """Make the image present per imagePullPolicy: True when it was pulled, False when it was already there,
+        None for a runtime without images. RuntimeFailure ErrImagePull / ErrImageNeverPull."""
 
     async def run_sandbox(self, pod: Obj) -> SandboxInfo:
         """Create and start the pod's sandbox (its network namespace and IP)."""
@@ -139,7 +170,28 @@ class Runtime(Protocol):
     async def remove_pod(self, uid: str, grace_seconds: float) -> None:
         """Stop everything of the pod (containers first, then the sandbox) and remove it."""
 
+    async def exec(self, container_id: str, command: list[str], *, stdin: bool = False,
+                   tty: bool = False) -> ExecSession:
+        """Start ``command`` in a running container; RuntimeFailure when it cannot start."""
+
     def logs(self, container_id: str, *, follow: bool = False, tail_lines: int | None = None,
              since_seconds: int | None = None, timestamps: bool = False) -> AsyncIterator[bytes]:
         """The container's output (stdout and stderr interleaved)."""
         ...
+
+
+async def exec_sync(runtime: Runtime, container_id: str, command: list[str], timeout: float) -> tuple[int, bytes]:
+    """Run ``command`` in the container to its end: (exit code, stdout and stderr together; 1 when the runtime
+    cannot tell the code). TimeoutError past
+    ``timeout`` seconds (the command may run on inside the container, as it does under Kubernetes)."""
+    session = await runtime.exec(container_id, command)
+    output = bytearray()
+    try:
+        async with asyncio.timeout(timeout):
+            while (piece := await session.read()) is not None:
+                if len(output) < MAX_EXEC_OUTPUT:
+                    output += piece[1][:MAX_EXEC_OUTPUT - len(output)]
+            code = await session.exit_code()
+    finally:
+        await session.close()
+    return (code if code is not None else 1), bytes(output)  # an exit code nobody can tell is no success

@@ -13,16 +13,21 @@ import json
 import time
 from collections.abc import AsyncIterator
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiodocker
 import structlog
+from aiodocker.containers import DockerContainer
 
 from minik.aio import Backoff, start_task, stop_task
 from minik.api.quantity import parse_quantity
-from minik.kubelet.runtimes.base import (ContainerConfig, ContainerInfo, OnChange, PodRecord, RuntimeFailure,
-                                         SandboxInfo)
+from minik.kubelet.runtimes.base import (ContainerConfig, ContainerInfo, ExecSession, OnChange, PodRecord,
+                                         RuntimeFailure, SandboxInfo)
+from minik.kubelet.runtimes.docker_exec import DockerExec, docker_message
 from minik.kubelet.runtimes.images import PAUSE_IMAGE, build_pause
+
+if TYPE_CHECKING:
+    from minik.kubelet.dns import ClusterDns
 
 log = structlog.get_logger("minik.kubelet.docker")
 
@@ -47,12 +52,9 @@ def _epoch(text: str | None) -> float | None:
     return seconds + float("0." + fraction[:6]) if fraction else seconds
 
 
-def _message(exc: aiodocker.DockerError) -> str:
-    return str(exc.message if hasattr(exc, "message") else exc).strip()
-
-
 class DockerRuntime:
     name = "docker"
+    simulated = False
     needs_config = True
 
     def __init__(self, kubelet_id: str, pause_image: str = PAUSE_IMAGE, url: str | None = None) -> None:
@@ -63,7 +65,10 @@ class DockerRuntime:
         self._on_change: OnChange = lambda uid: None
         self._events: asyncio.Task[None] | None = None
         self._inspected: dict[str, tuple[str, Obj]] = {}  # id -> (state it was inspected in, inspect output)
+        self._pause_ready = False  # checked once, not at every sandbox
         self._pause_lock = asyncio.Lock()
+        self.dns: ClusterDns | None = None
+        """Gives each pod's sandbox its resolver configuration (minik.kubelet.dns); None: Docker's default."""
 
     @property
     def _d(self) -> aiodocker.Docker:
@@ -88,7 +93,8 @@ class DockerRuntime:
     async def _watch_events(self) -> None:
         backoff = Backoff(initial=0.2, maximum=5.0)
         filters = json.dumps({"type": ["container"], "label": [f"{KUBELET}={self.kubelet_id}"],
-                              "event": ["start", "die", "oom", "destroy"]})
+                              # no "start": the kubelet starts its containers itself and knows it did
+                              "event": ["die", "oom", "destroy"]})
         while True:
             try:
                 async with self._d._query("events", params={"filters": filters}, timeout=None) as response:  # noqa: SLF001
@@ -117,8 +123,8 @@ class DockerRuntime:
     async def _inspect(self, summary: Obj) -> Obj:
         cid, state = summary["Id"], summary.get("State", "")
         cached = self._inspected.get(cid)
-        if cached is not None and (cached[0] == state or state == "running"):
-            return cached[1]  # a running container changes only with an event, which drops it from the cache
+        if cached is not None and cached[0] == state:
+            return cached[1]  # unchanged since: a container that dies or goes away drops out with its event
         try:
             details = await self._d._query_json(f"containers/{cid}/json")  # noqa: SLF001
         except aiodocker.DockerError:
@@ -178,27 +184,31 @@ class DockerRuntime:
         except aiodocker.DockerError:
             return False
 
-    async def ensure_image(self, image: str, policy: str) -> None:
+    async def ensure_image(self, image: str, policy: str) -> bool | None:
         if policy == "Never":
             if not await self._present(image):
                 raise RuntimeFailure("ErrImageNeverPull",
                                      f'Container image "{image}" is not present with pull policy of Never')
-            return
+            return False
         if policy == "IfNotPresent" and await self._present(image):
-            return
+            return False
         try:
             await self._d.images.pull(image)
         except aiodocker.DockerError as exc:
             # no registry answers on many minik machines: an image already here is used rather than failing a
             # pod whose policy is Always (Kubernetes would fail it); say so in the log
             if await self._present(image):
-                log.info("pull failed; using the local image", image=image, error=_message(exc))
-                return
-            raise RuntimeFailure("ErrImagePull", _message(exc)) from None
+                log.info("pull failed; using the local image", image=image, error=docker_message(exc))
+                return False
+            raise RuntimeFailure("ErrImagePull", docker_message(exc)) from None
+        return True
 
     async def _ensure_pause(self) -> None:
+        if self._pause_ready:
+            return
         async with self._pause_lock:
-            if await self._present(self.pause_image):
+            self._pause_ready = await self._present(self.pause_image)
+            if self._pause_ready:
                 return
             try:
                 await self._d.images.pull(self.pause_image)
@@ -208,6 +218,7 @@ class DockerRuntime:
                     await build_pause(self._d)
                 except (aiodocker.DockerError, OSError) as exc:
                     raise RuntimeFailure("CreatePodSandboxError", f"no pause image {self.pause_image}: {exc}") from None
+            self._pause_ready = True
 
     # -- running ----------------------------------------------------------------------------------------------
     def _labels(self, pod: Obj, container: str, attempt: int, init: bool = False) -> dict[str, str]:
@@ -221,6 +232,21 @@ class DockerRuntime:
         meta = pod["metadata"]
         return f"minik_{container}_{meta['name']}_{meta.get('namespace', '')}_{meta['uid']}_{attempt}"
 
+    async def _next_sandbox_attempt(self, pod: Obj) -> int:
+        """0 for a pod's first sandbox, found with one look by name rather than a list of every container; when
+        older sandboxes exist (one died, or a kubelet stopped half-way) they are removed and the next number is
+        taken."""
+        try:
+            await self._d._query_json(f"containers/{self._container_name(pod, SANDBOX, 0)}/json")  # noqa: SLF001
+        except aiodocker.DockerError as exc:
+            if exc.status == 404:
+                return 0
+            raise RuntimeFailure("CreatePodSandboxError", docker_message(exc)) from None
+        previous = await self._list(f"{UID}={pod['metadata']['uid']}", f"{CONTAINER}={SANDBOX}")
+        for summary in previous:
+            await self._remove(summary["Id"])
+        return max((int((s.get("Labels") or {}).get(ATTEMPT, "0")) for s in previous), default=0) + 1
+
     async def run_sandbox(self, pod: Obj) -> SandboxInfo:
         await self._ensure_pause()
         spec = pod.get("spec") or {}
@@ -232,20 +258,27 @@ class DockerRuntime:
                     key = f"{port['containerPort']}/{str(port.get('protocol') or 'TCP').lower()}"
                     exposed[key] = {}
                     bindings[key] = [{"HostIp": port.get("hostIP") or "", "HostPort": str(port["hostPort"])}]
-        previous = await self._list(f"{UID}={pod['metadata']['uid']}", f"{CONTAINER}={SANDBOX}")
-        attempt = max((int((s.get("Labels") or {}).get(ATTEMPT, "0")) for s in previous), default=-1) + 1
-        for summary in previous:
-            await self._remove(summary["Id"])
+        attempt = await self._next_sandbox_attempt(pod)
         config = {"Image": self.pause_image, "Hostname": pod["metadata"]["name"][:63],
                   "Labels": self._labels(pod, SANDBOX, attempt), "ExposedPorts": exposed,
-                  "HostConfig": {"PortBindings": bindings, "IpcMode": "shareable"}}
+                  "HostConfig": {"PortBindings": bindings, "IpcMode": "shareable", **await self._dns_config(pod)}}
         try:
             container = await self._d.containers.create(config, name=self._container_name(pod, SANDBOX, attempt))
             await container.start()
+            self._inspected.pop(container.id, None)
             details = await container.show()
         except aiodocker.DockerError as exc:
-            raise RuntimeFailure("CreatePodSandboxError", _message(exc)) from None
+            if exc.status == 404:
+                self._pause_ready = False  # the image went away: look again next time
+            raise RuntimeFailure("CreatePodSandboxError", docker_message(exc)) from None
         return SandboxInfo(container.id, str(details["NetworkSettings"].get("IPAddress") or ""), True)
+
+    async def _dns_config(self, pod: Obj) -> Obj:
+        """The sandbox's resolv.conf as HostConfig fields (app containers share the sandbox's file)."""
+        config = await self.dns.for_pod(pod) if self.dns is not None else None
+        if config is None:
+            return {}
+        return {"Dns": config.servers, "DnsSearch": config.searches, "DnsOptions": config.options}
 
     async def start_container(self, pod: Obj, sandbox: SandboxInfo, config: ContainerConfig, attempt: int) -> str:
         host: Obj = {"NetworkMode": f"container:{sandbox.id}", "IpcMode": f"container:{sandbox.id}",
@@ -268,19 +301,29 @@ class DockerRuntime:
             create["WorkingDir"] = config.working_dir
         name = self._container_name(pod, config.name, attempt)
         try:
-            existing = await self._list(f"{UID}={pod['metadata']['uid']}", f"{CONTAINER}={config.name}",
-                                        f"{ATTEMPT}={attempt}")
-            for summary in existing:  # a half-made attempt (a kubelet stopped between create and start)
-                await self._remove(summary["Id"])
-            container = await self._d.containers.create(create, name=name)
+            container = await self._create_named(create, name)
         except aiodocker.DockerError as exc:
-            raise RuntimeFailure("CreateContainerError", _message(exc)) from None
+            raise RuntimeFailure("CreateContainerError", docker_message(exc)) from None
         try:
             await container.start()
         except aiodocker.DockerError as exc:
-            raise RuntimeFailure("RunContainerError", _message(exc)) from None
-        await self._prune(pod["metadata"]["uid"], config.name, attempt)
+            raise RuntimeFailure("RunContainerError", docker_message(exc)) from None
+        finally:
+            self._inspected.pop(container.id, None)
+        if attempt >= 2:
+            await self._prune(pod["metadata"]["uid"], config.name, attempt)
         return str(container.id)
+
+    async def _create_named(self, config: Obj, name: str) -> DockerContainer:
+        """Create a container; one of that name already there is a half-made attempt (a kubelet stopped between
+        create and start): it is removed and the create tried again."""
+        try:
+            return await self._d.containers.create(config, name=name)
+        except aiodocker.DockerError as exc:
+            if exc.status != 409:
+                raise
+        await self._remove(name)
+        return await self._d.containers.create(config, name=name)
 
     async def _prune(self, uid: str, name: str, attempt: int) -> None:
         """Keep the newest two attempts of a container (the current one and the previous, for logs --previous)."""
@@ -313,6 +356,10 @@ class DockerRuntime:
         for summary in summaries:
             await self._remove(summary["Id"])
 
+    async def exec(self, container_id: str, command: list[str], *, stdin: bool = False,
+                   tty: bool = False) -> ExecSession:
+        return await DockerExec.start(self._d, container_id, command, stdin=stdin, tty=tty)
+
     async def logs(self, container_id: str, *, follow: bool = False, tail_lines: int | None = None,
                    since_seconds: int | None = None, timestamps: bool = False) -> AsyncIterator[bytes]:
         params: Obj = {"stdout": "1", "stderr": "1", "follow": "1" if follow else "0",
@@ -323,7 +370,7 @@ class DockerRuntime:
         try:
             details = await self._d._query_json(f"containers/{container_id}/json")  # noqa: SLF001
         except aiodocker.DockerError as exc:
-            raise RuntimeFailure("NotFound", _message(exc)) from None
+            raise RuntimeFailure("NotFound", docker_message(exc)) from None
         tty = bool((details.get("Config") or {}).get("Tty"))
         async with self._d._query(f"containers/{container_id}/logs", params=params, timeout=None) as response:  # noqa: SLF001
             if tty:

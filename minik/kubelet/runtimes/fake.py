@@ -20,8 +20,8 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from minik.kubelet.runtimes.base import (ContainerConfig, ContainerInfo, OnChange, PodRecord, RuntimeFailure,
-                                         SandboxInfo)
+from minik.kubelet.runtimes.base import (ContainerConfig, ContainerInfo, ExecSession, OnChange, PodRecord,
+                                         RuntimeFailure, SandboxInfo)
 
 Obj = dict[str, Any]
 
@@ -30,8 +30,31 @@ RUN_SECONDS_ANNOTATION = "fake.minik.io/run-seconds"
 _FIRST_IP = int(ipaddress.IPv4Address("10.128.0.1"))
 
 
+class _FakeExec:
+    """A command in a fake container: it prints nothing and succeeds."""
+
+    async def read(self) -> tuple[int, bytes] | None:
+        return None
+
+    async def write(self, data: bytes) -> None:
+        return None
+
+    async def close_stdin(self) -> None:
+        return None
+
+    async def resize(self, width: int, height: int) -> None:
+        return None
+
+    async def exit_code(self) -> int | None:
+        return 0
+
+    async def close(self) -> None:
+        return None
+
+
 class FakeRuntime:
     name = "fake"
+    simulated = True
     needs_config = False
 
     def __init__(self, start_delay_seconds: float = 0.0) -> None:
@@ -59,9 +82,10 @@ class FakeRuntime:
     async def pod(self, uid: str) -> PodRecord | None:
         return self._pods.get(uid)
 
-    async def ensure_image(self, image: str, policy: str) -> None:
+    async def ensure_image(self, image: str, policy: str) -> bool | None:
         if image.startswith("fake.invalid/"):
             raise RuntimeFailure("ErrImagePull", f"pull access denied for {image}, repository does not exist")
+        return False
 
     async def run_sandbox(self, pod: Obj) -> SandboxInfo:
         meta = pod["metadata"]
@@ -146,6 +170,13 @@ class FakeRuntime:
                 timer = self._timers.pop(info.id, None)
                 if timer is not None:
                     timer.cancel()
+
+    async def exec(self, container_id: str, command: list[str], *, stdin: bool = False,
+                   tty: bool = False) -> ExecSession:
+        found = self._find(container_id)
+        if found is None or found[1].state != "running":
+            raise RuntimeFailure("ExecError", f"container {container_id} is not running")
+        return _FakeExec()
 
     async def logs(self, container_id: str, *, follow: bool = False, tail_lines: int | None = None,
                    since_seconds: int | None = None, timestamps: bool = False) -> AsyncIterator[bytes]:

@@ -18,8 +18,9 @@ import structlog
 
 from minik.aio import start_task, stop_task
 from minik.kubelet.node import host_address
-from minik.kubelet.runtimes.base import (ContainerConfig, ContainerInfo, OnChange, PodRecord, RuntimeFailure,
-                                         SandboxInfo)
+from minik.kubelet.runtimes.base import (ContainerConfig, ContainerInfo, ExecSession, OnChange, PodRecord,
+                                         RuntimeFailure, SandboxInfo)
+from minik.kubelet.runtimes.process_exec import ProcessExec
 
 log = structlog.get_logger("minik.kubelet.process")
 
@@ -28,6 +29,7 @@ Obj = dict[str, Any]
 
 class ProcessRuntime:
     name = "process"
+    simulated = False
     needs_config = True
 
     def __init__(self, kubelet_id: str, logs_dir: Path) -> None:
@@ -37,6 +39,7 @@ class ProcessRuntime:
         self._processes: dict[str, asyncio.subprocess.Process] = {}
         self._waiters: dict[str, asyncio.Task[None]] = {}
         self._log_paths: dict[str, Path] = {}
+        self._contexts: dict[str, tuple[dict[str, str], str | None]] = {}  # container id -> (env, working dir)
         self._ids = itertools.count(1)
         self._on_change: OnChange = lambda uid: None
         self._address = host_address()
@@ -57,7 +60,7 @@ class ProcessRuntime:
     async def pod(self, uid: str) -> PodRecord | None:
         return self._pods.get(uid)
 
-    async def ensure_image(self, image: str, policy: str) -> None:
+    async def ensure_image(self, image: str, policy: str) -> bool | None:
         return None  # no images: the command runs on the host
 
     async def run_sandbox(self, pod: Obj) -> SandboxInfo:
@@ -93,6 +96,7 @@ class ProcessRuntime:
         record.containers.append(info)
         self._processes[container_id] = process
         self._log_paths[container_id] = log_path
+        self._contexts[container_id] = (env, config.working_dir)
         self._waiters[container_id] = start_task(self._wait(uid, info, process), f"process {container_id}")
         return container_id
 
@@ -128,6 +132,7 @@ class ProcessRuntime:
         for record in self._pods.values():
             record.containers = [c for c in record.containers if c.id != container_id]
         self._log_paths.pop(container_id, None)
+        self._contexts.pop(container_id, None)
 
     async def remove_pod(self, uid: str, grace_seconds: float) -> None:
         record = self._pods.get(uid)
@@ -137,7 +142,15 @@ class ProcessRuntime:
         for info in record.containers:
             await stop_task(self._waiters.pop(info.id, None))
             self._log_paths.pop(info.id, None)
+            self._contexts.pop(info.id, None)
         self._pods.pop(uid, None)
+
+    async def exec(self, container_id: str, command: list[str], *, stdin: bool = False,
+                   tty: bool = False) -> ExecSession:
+        if container_id not in self._processes:
+            raise RuntimeFailure("ExecError", f"container {container_id} is not running")
+        env, cwd = self._contexts[container_id]
+        return await ProcessExec.start(command, env, cwd, stdin=stdin, tty=tty)
 
     async def logs(self, container_id: str, *, follow: bool = False, tail_lines: int | None = None,
                    since_seconds: int | None = None, timestamps: bool = False) -> AsyncIterator[bytes]:

@@ -3,10 +3,17 @@ standard deviation of the fractions, subtracted from 1), so that neither runs ou
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
 
-from minik.scheduler.arrays import Ints, NodeArrays
+from minik.scheduler.arrays import NodeArrays
 from minik.scheduler.framework import MAX_NODE_SCORE, CycleState, NodeInfo, PodInfo
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from minik.scheduler.arrays import Ints
+else:
+    from minik.scheduler.arrays import np
 
 
 class BalancedAllocation:

@@ -15,13 +15,19 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-import numpy as np
-
+from minik.scheduler.arrays import NodeArrays
 from minik.scheduler.framework import (MAX_NODE_SCORE, SKIP, SUCCESS, CycleState, NodeInfo, PodInfo, Status,
                                        unresolvable, unschedulable)
-from minik.scheduler.arrays import Mask, NodeArrays
 from minik.scheduler.terms import NOTHING, AffinityTerm
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from minik.scheduler.arrays import Mask
+else:
+    from minik.scheduler.arrays import np
 
 ERR_AFFINITY = "node(s) didn't match pod affinity rules"
 ERR_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"

@@ -6,32 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from minik.api.placement import requirement_matches
 from minik.scheduler.framework import (SKIP, SUCCESS, CycleState, NodeInfo, PodInfo, Status, default_normalize,
                                        unresolvable)
 
 ERR_REASON = "node(s) didn't match Pod's node affinity/selector"
-
-
-def _expression_matches(expr: Mapping[str, Any], value: str | None) -> bool:
-    operator = expr.get("operator")
-    values = expr.get("values") or []
-    if operator == "In":
-        return value is not None and value in values
-    if operator == "NotIn":
-        return value is None or value not in values
-    if operator == "Exists":
-        return value is not None
-    if operator == "DoesNotExist":
-        return value is None
-    if operator in ("Gt", "Lt"):
-        if value is None or len(values) != 1:
-            return False
-        try:
-            actual, wanted = int(value), int(values[0])
-        except ValueError:
-            return False
-        return actual > wanted if operator == "Gt" else actual < wanted
-    return False
 
 
 def term_matches(term: Mapping[str, Any], node: NodeInfo) -> bool:
@@ -42,10 +21,10 @@ def term_matches(term: Mapping[str, Any], node: NodeInfo) -> bool:
         return False
     labels = node.labels
     for expr in expressions:
-        if not _expression_matches(expr, labels.get(expr.get("key", ""))):
+        if not requirement_matches(expr, labels.get(expr.get("key", ""))):
             return False
     for expr in fields:
-        if expr.get("key") != "metadata.name" or not _expression_matches(expr, node.name):
+        if expr.get("key") != "metadata.name" or not requirement_matches(expr, node.name):
             return False
     return True
 

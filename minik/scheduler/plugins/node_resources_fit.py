@@ -5,11 +5,18 @@ pods without requests still spread."""
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
 
-from minik.scheduler.arrays import Ints, Mask, NodeArrays
+from minik.scheduler.arrays import NodeArrays
 from minik.scheduler.framework import (MAX_NODE_SCORE, SUCCESS, CycleState, NodeInfo, PodInfo, Status,
                                        unschedulable)
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from minik.scheduler.arrays import Ints, Mask
+else:
+    from minik.scheduler.arrays import np
 
 LEAST_ALLOCATED = "LeastAllocated"
 MOST_ALLOCATED = "MostAllocated"

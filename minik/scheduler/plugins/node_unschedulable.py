@@ -3,11 +3,18 @@ node.kubernetes.io/unschedulable:NoSchedule taint."""
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
 
-from minik.scheduler.arrays import Mask, NodeArrays
+from minik.api.placement import tolerates
+from minik.scheduler.arrays import NodeArrays
 from minik.scheduler.framework import SUCCESS, CycleState, NodeInfo, PodInfo, Status, unresolvable
-from minik.scheduler.plugins.taint_toleration import tolerates
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from minik.scheduler.arrays import Mask
+else:
+    from minik.scheduler.arrays import np
 
 ERR_REASON = "node(s) were unschedulable"
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}

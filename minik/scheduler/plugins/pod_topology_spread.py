@@ -19,16 +19,21 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from minik.api.selectors import IN, LabelSelector, Requirement, selector_from_dict
-from minik.scheduler.arrays import Mask, NodeArrays
+from minik.scheduler.arrays import NodeArrays
 from minik.scheduler.framework import (MAX_NODE_SCORE, SKIP, SUCCESS, CycleState, NodeInfo, PodInfo, Status,
                                        unresolvable, unschedulable)
 from minik.scheduler.plugins.node_affinity import pod_matches_node
 from minik.scheduler.plugins.taint_toleration import untolerated_hard_taint
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from minik.scheduler.arrays import Mask
+else:
+    from minik.scheduler.arrays import np
 
 ERR_CONSTRAINTS = "node(s) didn't match pod topology spread constraints"
 ERR_MISSING_LABEL = ERR_CONSTRAINTS + " (missing required label)"

@@ -4,32 +4,21 @@ with fewer untolerated PreferNoSchedule taints score higher."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from minik.scheduler.arrays import Mask, NodeArrays
+from minik.api.placement import tolerates
+from minik.scheduler.arrays import NodeArrays
 from minik.scheduler.framework import (SKIP, SUCCESS, CycleState, NodeInfo, PodInfo, Status, default_normalize,
                                        unresolvable)
 
+if TYPE_CHECKING:
+    import numpy as np
+
+    from minik.scheduler.arrays import Mask
+else:
+    from minik.scheduler.arrays import np
+
 _HARD_EFFECTS = ("NoSchedule", "NoExecute")
-
-
-def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
-    """Kubernetes' Toleration.ToleratesTaint: effects match (an empty effect matches all), keys match (an empty key
-    with Exists matches all), and the value is equal (operator Equal, the default) or anything (Exists)."""
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.get("effect"):
-        return False
-    key = toleration.get("key") or ""
-    if key and key != taint.get("key"):
-        return False
-    operator = toleration.get("operator") or "Equal"
-    if operator == "Exists":
-        return True
-    if operator == "Equal":
-        return (toleration.get("value") or "") == (taint.get("value") or "")
-    return False
 
 
 def untolerated_reason(taint: Mapping[str, Any]) -> str:

@@ -1,0 +1,558 @@
+"""The Job controller (Kubernetes' job controller): run pods until ``completions`` of them succeed, at most
+``parallelism`` at a time, and give up after ``backoffLimit`` failures or ``activeDeadlineSeconds``.
+
+- Every pod carries the ``batch.kubernetes.io/job-tracking`` finalizer, so it cannot vanish before it is counted:
+  a finished pod's uid first goes into status.uncountedTerminatedPods (one status write), then its finalizer is
+  removed, then it moves to status.succeeded or status.failed (the next write). A pod being deleted before it
+  succeeded counts as failed (podReplacementPolicy TerminatingOrFailed).
+- A failed pod is replaced after an exponential back-off (10 s doubling to 10 min after the latest failure since
+  the last success); restartPolicy OnFailure counts container restarts against backoffLimit instead.
+- Indexed Jobs give each pod an index (annotation and label ``batch.kubernetes.io/job-completion-index``, the
+  JOB_COMPLETION_INDEX variable, hostname ``JOB-INDEX``) and report status.completedIndexes.
+- A suspended Job deletes its active pods (condition Suspended, reason JobSuspended); resuming restarts the
+  activeDeadlineSeconds clock (JobResumed).
+- The end is announced first with SuccessCriteriaMet or FailureTarget; Complete or Failed (with completionTime for
+  success) follows once no pod is left terminating or uncounted, as Kubernetes 1.32 does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+
+from minik.api.errors import StatusError
+from minik.api.selectors import LabelSelector, selector_from_dict
+from minik.client import JSON_PATCH, Client
+from minik.controllers import jobutil as ju
+from minik.controllers.base import (Clock, Controller, InformerFactory, Obj, Recorder, controller_ref,
+                                    is_being_deleted, parse_time, rfc3339)
+from minik.controllers.claims import claim, fresh_owner_check
+from minik.controllers.expectations import Expectations
+from minik.controllers.pods import deletion_rank, is_active, is_ready
+from minik.controllers.replicaset import slow_start
+from minik.informers import object_key
+
+#: at most this many pods created or deleted by one sync (MaxPodCreateDeletePerSync)
+MAX_POD_CHANGES_PER_SYNC = 500
+#: at most this many uids in status.uncountedTerminatedPods (MaxUncountedPods)
+MAX_UNCOUNTED = 500
+#: keys of pods with the tracking finalizer whose Job is gone start with this (they are not Job keys)
+ORPHAN_PREFIX = "pod:"
+
+
+class JobController(Controller):
+    name = "job"
+
+    def __init__(self, client: Client, factory: InformerFactory, workers: int = 2, clock: Clock | None = None,
+                 recorder: Recorder | None = None, *, backoff_seconds: float = 10.0,
+                 max_backoff_seconds: float = 600.0) -> None:
+        super().__init__(client, factory, workers, clock, recorder)
+        self.backoff_seconds = backoff_seconds
+        self.max_backoff_seconds = max_backoff_seconds
+        self.expectations = Expectations()
+        #: per Job key, the uids of pods whose finalizer removal was sent but not yet seen by the informer
+        self.removing: dict[str, set[str]] = {}
+        self.backoffs: dict[str, ju.BackoffRecord] = {}
+        self.jobs = factory.informer("jobs")
+        self.pods = factory.informer("pods")
+        self.jobs.add_handlers(self.enqueue, self._job_updated, self._job_deleted)
+        self.pods.add_handlers(self._pod_added, self._pod_updated, self._pod_deleted)
+
+    # -- event handlers ----------------------------------------------------------------------------------------
+    def _job_updated(self, old: Obj, new: Obj) -> None:
+        self.enqueue(new)
+        deadline = (new.get("spec") or {}).get("activeDeadlineSeconds")
+        start = parse_time((new.get("status") or {}).get("startTime"))
+        if deadline is not None and start is not None and \
+                (old.get("spec") or {}).get("activeDeadlineSeconds") != deadline:
+            self.enqueue_after(new, max(0.0, start + int(deadline) - self.clock.now()))
+
+    def _job_deleted(self, job: Obj) -> None:
+        key = object_key(job)
+        self.expectations.forget(key)
+        self.removing.pop(key, None)
+        self.backoffs.pop(key, None)
+        for pod in self.pods.list(job["metadata"].get("namespace")):  # its pods' finalizers must go now
+            ref = controller_ref(pod)
+            if ju.has_finalizer(pod) and ref is not None and ref.get("uid") == job["metadata"].get("uid"):
+                self.queue.add(ORPHAN_PREFIX + object_key(pod))
+
+    def _owner(self, pod: Obj) -> Obj | None:
+        ref = controller_ref(pod)
+        if ref is None or ref.get("kind") != "Job":
+            return None
+        job = self.jobs.get(f"{pod['metadata'].get('namespace')}/{ref.get('name')}")
+        return job if job is not None and job["metadata"].get("uid") == ref.get("uid") else None
+
+    def _pod_added(self, pod: Obj) -> None:
+        owner = self._owner(pod)
+        if owner is None:
+            self._maybe_orphan(pod)
+            return
+        key = object_key(owner)
+        self.expectations.creation_observed(key)
+        if is_being_deleted(pod):
+            self.expectations.deletion_observed(key, pod["metadata"].get("uid", ""))
+        self.enqueue(owner)
+
+    def _pod_updated(self, old: Obj, new: Obj) -> None:
+        if old["metadata"].get("resourceVersion") == new["metadata"].get("resourceVersion"):
+            return
+        owner = self._owner(new)
+        if owner is None:
+            previous = self._owner(old)
+            if previous is not None:
+                self.enqueue(previous)
+            self._maybe_orphan(new)
+            return
+        key = object_key(owner)
+        if is_being_deleted(new) and not is_being_deleted(old):
+            self.expectations.deletion_observed(key, new["metadata"].get("uid", ""))
+        if not ju.has_finalizer(new):
+            self.removing.get(key, set()).discard(new["metadata"].get("uid", ""))
+        self.enqueue(owner)
+
+    def _pod_deleted(self, pod: Obj) -> None:
+        owner = self._owner(pod)
+        if owner is None:
+            return
+        key = object_key(owner)
+        uid = pod["metadata"].get("uid", "")
+        self.expectations.deletion_observed(key, uid)
+        self.removing.get(key, set()).discard(uid)
+        self.enqueue(owner)
+
+    def _maybe_orphan(self, pod: Obj) -> None:
+        """A pod still carrying our finalizer whose Job is gone (or that no Job owns) needs it removed."""
+        if ju.has_finalizer(pod):
+            self.queue.add(ORPHAN_PREFIX + object_key(pod))
+
+    # -- sync --------------------------------------------------------------------------------------------------
+    async def sync(self, key: str) -> None:
+        if key.startswith(ORPHAN_PREFIX):
+            await self._sync_orphan(key[len(ORPHAN_PREFIX):])
+            return
+        cached = self.jobs.get(key)
+        if cached is None:
+            self.expectations.forget(key)
+            self.removing.pop(key, None)
+            self.backoffs.pop(key, None)
+            return
+        managed_by = (cached.get("spec") or {}).get("managedBy")
+        if managed_by not in (None, "kubernetes.io/job-controller"):
+            return  # another controller owns this Job's status
+        job = copy.deepcopy(cached)
+        if ju.finished(job):
+            await self._release_finished(key, job)
+            return
+        await JobSync(self, key, job).run()
+
+    async def _release_finished(self, key: str, job: Obj) -> None:
+        """A finished Job's pods that still carry the finalizer (a previous sync was interrupted) lose it."""
+        pods = [p for p in self._owned_pods(job) if ju.has_finalizer(p)]
+        await self.remove_finalizers(key, pods)
+
+    def _owned_pods(self, job: Obj) -> list[Obj]:
+        uid = job["metadata"].get("uid")
+        return [p for p in self.pods.list(job["metadata"].get("namespace"))
+                if (controller_ref(p) or {}).get("uid") == uid]
+
+    async def _sync_orphan(self, pod_key: str) -> None:
+        pod = self.pods.get(pod_key)
+        if pod is None or not ju.has_finalizer(pod):
+            return
+        ref = controller_ref(pod)
+        if ref is not None and ref.get("kind") == "Job":
+            job = self.jobs.get(f"{pod['metadata'].get('namespace')}/{ref.get('name')}")
+            if job is not None and job["metadata"].get("uid") == ref.get("uid") and not is_being_deleted(job):
+                self.enqueue(job)  # it has its Job: that sync counts it
+                return
+        await self._remove_finalizer(pod)
+
+    # -- pods --------------------------------------------------------------------------------------------------
+    async def remove_finalizers(self, key: str, pods: list[Obj]) -> list[bool]:
+        """Remove the tracking finalizer from each pod; which removals succeeded (a pod gone counts)."""
+        if not pods:
+            return []
+        removing = self.removing.setdefault(key, set())
+        removing.update(p["metadata"]["uid"] for p in pods)
+        results = await asyncio.gather(*(self._remove_finalizer(p) for p in pods), return_exceptions=True)
+        done = []
+        for pod, result in zip(pods, results):
+            if isinstance(result, BaseException):
+                removing.discard(pod["metadata"]["uid"])
+                if not isinstance(result, Exception):
+                    raise result
+                self.log.warning("removing the tracking finalizer failed", pod=object_key(pod), error=str(result))
+            done.append(not isinstance(result, BaseException))
+        return done
+
+    async def _remove_finalizer(self, pod: Obj) -> None:
+        meta = pod["metadata"]
+        finalizers = [f for f in meta.get("finalizers") or [] if f != ju.TRACKING_FINALIZER]
+        ops: list[Obj] = [{"op": "test", "path": "/metadata/uid", "value": meta["uid"]},
+                          {"op": "replace", "path": "/metadata/finalizers", "value": finalizers}]
+        try:
+            await self.client.patch("pods", meta["name"], ops, meta.get("namespace"), content_type=JSON_PATCH)
+        except StatusError as exc:
+            if exc.code != 404:
+                raise
+
+    async def create_pods(self, key: str, job: Obj, indexes: list[int | None]) -> int:
+        """Create one pod per index (None for NonIndexed) in slow-start batches; how many were created."""
+        self.expectations.expect_creations(key, len(indexes))
+        pending = iter(indexes)
+
+        async def create_next() -> None:
+            pod = ju.job_pod(job, next(pending))
+            try:
+                created = await self.client.create("pods", pod, job["metadata"].get("namespace"))
+            except StatusError as exc:
+                causes = (exc.details or {}).get("causes") or []
+                if any(c.get("reason") == "NamespaceTerminating" for c in causes):
+                    return  # every later create would fail the same way
+                self.event(job, "Warning", "FailedCreate", f"Error creating: {exc.message}")
+                raise
+            self.event(job, "Normal", "SuccessfulCreate", f"Created pod: {created['metadata']['name']}")
+
+        created, error = await slow_start(len(indexes), create_next)
+        if created < len(indexes):
+            self.expectations.creation_failed(key, len(indexes) - created)
+        if error is not None:
+            raise error
+        return created
+
+    async def delete_pods(self, key: str, job: Obj, pods: list[Obj], keep_finalizer: bool) -> int:
+        """Delete pods; unless ``keep_finalizer`` (the Job failed: they will be counted), their finalizer goes
+        first so that they are not counted as failures. How many deletions succeeded."""
+        self.expectations.expect_deletions(key, [p["metadata"]["uid"] for p in pods])
+
+        async def delete(pod: Obj) -> None:
+            meta = pod["metadata"]
+            try:
+                if not keep_finalizer and ju.has_finalizer(pod):
+                    await self._remove_finalizer(pod)
+                await self.client.delete("pods", meta["name"], meta.get("namespace"),
+                                         preconditions={"uid": meta["uid"]})
+            except StatusError as exc:
+                self.expectations.deletion_observed(key, meta["uid"])
+                if exc.code != 404:
+                    self.event(job, "Warning", "FailedDelete", f"Error deleting: {exc.message}")
+                    raise
+                return
+            self.event(job, "Normal", "SuccessfulDelete", f"Deleted pod: {meta['name']}")
+
+        results = await asyncio.gather(*(delete(p) for p in pods), return_exceptions=True)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        for error in errors:
+            if not isinstance(error, Exception):
+                raise error
+        if errors:
+            raise errors[0]
+        return len(pods)
+
+
+class JobSync:
+    """One sync of one Job: what it counts, decides and writes (Kubernetes' syncJob with its syncJobCtx)."""
+
+    def __init__(self, controller: JobController, key: str, job: Obj) -> None:
+        self.c = controller
+        self.key = key
+        self.job = job
+        self.spec: Obj = job.get("spec") or {}
+        self.status: Obj = job.setdefault("status", {})
+        self.now = controller.clock.now()
+        self.indexed = self.spec.get("completionMode") == "Indexed"
+        self.completions: int | None = ju.spec_int(job, "completions")
+        self.parallelism: int = ju.spec_int(job, "parallelism", 1)
+        self.pods: list[Obj] = []
+        self.finished_condition: Obj | None = None
+        self.original_status = copy.deepcopy(job.get("status") or {})
+
+    @property
+    def suspended(self) -> bool:
+        return bool(self.spec.get("suspend"))
+
+    def _selector(self) -> LabelSelector:
+        try:
+            return selector_from_dict(self.spec.get("selector"))
+        except ValueError:
+            return LabelSelector.nothing()
+
+    async def run(self) -> None:
+        c, job, status = self.c, self.job, self.status
+        namespace = job["metadata"].get("namespace")
+        self.pods = await claim(c.client, "pods", job, self._selector(), c.pods.list(namespace),
+                                fresh_owner_check(c.client, "jobs", job))
+        removing = c.removing.get(self.key, set())
+        uncounted = status.get("uncountedTerminatedPods") or {}
+        self.uncounted_succeeded: list[str] = list(uncounted.get("succeeded") or [])
+        self.uncounted_failed: list[str] = list(uncounted.get("failed") or [])
+        active = [p for p in self.pods if is_active(p)]
+        terminating = sum(1 for p in self.pods if is_being_deleted(p) and
+                          (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
+        ready = sum(1 for p in active if is_ready(p))
+
+        # pods finished since the last count (they still carry the finalizer and are in no uncounted list)
+        counted_elsewhere = set(self.uncounted_succeeded) | set(self.uncounted_failed) | removing
+        fresh = [p for p in self.pods if ju.has_finalizer(p) and p["metadata"]["uid"] not in counted_elsewhere]
+        new_succeeded = [p for p in fresh if (p.get("status") or {}).get("phase") == "Succeeded"]
+        new_failed = [p for p in fresh if ju.is_failed(p, job)]
+        self.prev_indexes = ju.parse_indexes(status.get("completedIndexes"), self.completions or 0) \
+            if self.indexed else set()
+        if self.indexed:
+            self.succeeded_indexes = self.prev_indexes | {
+                i for p in self.pods if (p.get("status") or {}).get("phase") == "Succeeded" and ju.has_finalizer(p)
+                for i in [ju.completion_index(p)] if i is not None and i < (self.completions or 0)}
+            succeeded = len(self.succeeded_indexes)
+        else:
+            succeeded = int(status.get("succeeded") or 0) + len(self.uncounted_succeeded) + len(new_succeeded)
+        failed = int(status.get("failed") or 0) + len(self.uncounted_failed) + len(new_failed)
+        backoff = c.backoffs.get(self.key, ju.BackoffRecord()).after(
+            [ju.finish_time(p, self.now) for p in new_succeeded], [ju.finish_time(p, self.now) for p in new_failed])
+        self.backoff = backoff
+
+        if not status.get("startTime") and not self.suspended:
+            status["startTime"] = rfc3339(self.now)
+
+        self.finished_condition = _true(job, ju.SUCCESS_CRITERIA_MET) or _true(job, ju.FAILURE_TARGET)
+        if self.finished_condition is None:
+            backoff_limit = ju.spec_int(job, "backoffLimit", 6)
+            if failed > backoff_limit or ju.past_backoff_limit_on_failure(job, self.pods):
+                self.finished_condition = ju.new_condition(ju.FAILURE_TARGET, *ju.BACKOFF_LIMIT_EXCEEDED, self.now)
+            elif self._past_deadline():
+                self.finished_condition = ju.new_condition(ju.FAILURE_TARGET, *ju.DEADLINE_EXCEEDED, self.now)
+            elif self.spec.get("activeDeadlineSeconds") is not None and not self.suspended:
+                start = parse_time(status.get("startTime")) or self.now
+                c.enqueue_key_after(self.key, max(0.0, start + int(self.spec["activeDeadlineSeconds"]) - self.now))
+
+        manage_error: Exception | None = None
+        if self.finished_condition is not None and self.finished_condition["type"] == ju.FAILURE_TARGET:
+            if active:
+                try:
+                    terminating += await c.delete_pods(self.key, job, active, keep_finalizer=True)
+                except Exception as exc:  # noqa: BLE001 - status first, then retry
+                    manage_error = exc
+                ready = 0
+            active_count = 0
+        elif self.finished_condition is None:
+            active_count = len(active)
+            manage_called = False
+            if c.expectations.satisfied(self.key) and not is_being_deleted(job):
+                try:
+                    active_count, terminating, ready = await self._manage(active, succeeded, terminating, ready)
+                except Exception as exc:  # noqa: BLE001 - status first, then retry
+                    manage_error = exc
+                manage_called = True
+            done = succeeded > 0 and active_count == 0 if self.completions is None else \
+                succeeded >= self.completions and active_count == 0
+            if done:
+                self.finished_condition = ju.new_condition(ju.SUCCESS_CRITERIA_MET, *ju.COMPLETIONS_REACHED, self.now)
+            elif manage_called:
+                self._suspension_conditions()
+        else:
+            active_count = len(active)
+
+        status["active"] = active_count
+        status["ready"] = ready
+        status["terminating"] = terminating
+        if not status.get("active"):
+            status.pop("active")
+        await self._track_and_finish()
+        if manage_error is not None:
+            raise manage_error
+
+    def _past_deadline(self) -> bool:
+        deadline = self.spec.get("activeDeadlineSeconds")
+        start = parse_time(self.status.get("startTime"))
+        if deadline is None or start is None or self.suspended:
+            return False
+        return self.now - start >= int(deadline)
+
+    def _suspension_conditions(self) -> None:
+        c = self.c
+        if self.suspended:
+            if ju.ensure_condition(self.status, ju.SUSPENDED, "True", "JobSuspended", "Job suspended", self.now):
+                c.event(self.job, "Normal", "Suspended", "Job suspended")
+        elif ju.ensure_condition(self.status, ju.SUSPENDED, "False", "JobResumed", "Job resumed", self.now):
+            c.event(self.job, "Normal", "Resumed", "Job resumed")
+            # activeDeadlineSeconds counts the time the Job has been active without a pause
+            self.status["startTime"] = rfc3339(self.now)
+
+    async def _manage(self, active: list[Obj], succeeded: int, terminating: int, ready: int) -> tuple[int, int, int]:
+        """Create or delete pods toward the wanted number of active ones; (active, terminating, ready) after."""
+        c, job = self.c, self.job
+        if self.suspended:
+            if active:
+                removed = await c.delete_pods(self.key, job, sorted(active, key=deletion_rank), keep_finalizer=False)
+                return len(active) - removed, terminating + removed, 0
+            return 0, terminating, ready
+        if self.completions is None:
+            want = len(active) if succeeded > 0 else self.parallelism
+        else:
+            want = max(0, min(self.completions - succeeded, self.parallelism))
+        remove = self._pods_to_remove(active, max(0, len(active) - want))[:MAX_POD_CHANGES_PER_SYNC]
+        if remove:
+            removed = await c.delete_pods(self.key, job, remove, keep_finalizer=False)
+            ready -= sum(1 for p in remove if is_ready(p))
+            return len(active) - removed, terminating + removed, ready
+        blocking = terminating if self.spec.get("podReplacementPolicy") == "Failed" else 0
+        missing = min(want - blocking - len(active), MAX_POD_CHANGES_PER_SYNC)
+        if missing <= 0:
+            return len(active), terminating, ready
+        wait = self.backoff.remaining(self.now, c.backoff_seconds, c.max_backoff_seconds)
+        if wait > 0:
+            c.enqueue_key_after(self.key, wait)
+            return len(active), terminating, ready
+        indexes: list[int | None]
+        if self.indexed:
+            taken = self.succeeded_indexes | {i for p in active for i in [ju.completion_index(p)] if i is not None}
+            if blocking:
+                taken |= {i for p in self.pods if is_being_deleted(p) for i in [ju.completion_index(p)]
+                          if i is not None}
+            indexes = [i for i in range(self.completions or 0) if i not in taken][:missing]  # type: ignore[misc]
+        else:
+            indexes = [None] * missing
+        created = await c.create_pods(self.key, job, indexes) if indexes else 0
+        return len(active) + created, terminating, ready
+
+    def _pods_to_remove(self, active: list[Obj], at_least: int) -> list[Obj]:
+        """activePodsForRemoval: for Indexed Jobs first the pods with no, an out-of-range or a repeated index; then
+        the least valuable pods (unscheduled, pending, not ready first)."""
+        remove: list[Obj] = []
+        left = active
+        if self.indexed:
+            seen: set[int] = set()
+            left = []
+            for pod in sorted(active, key=lambda p: (ju.completion_index(p) or -1, deletion_rank(p))):
+                index = ju.completion_index(pod)
+                if index is None or index >= (self.completions or 0) or index in seen:
+                    remove.append(pod)
+                else:
+                    seen.add(index)
+                    left.append(pod)
+        if len(remove) < at_least:
+            remove += sorted(left, key=deletion_rank)[:at_least - len(remove)]
+        return remove
+
+    # -- counting and finishing ----------------------------------------------------------------------------------
+    async def _track_and_finish(self) -> None:
+        """trackJobStatusAndRemoveFinalizers: note finished pods as uncounted (write), remove their finalizers,
+        count those whose finalizer is gone, and add Complete or Failed once nothing is left to count (write)."""
+        c, job, status = self.c, self.job, self.status
+        removing = c.removing.get(self.key, set())
+        failing_all = self.finished_condition is not None and self.finished_condition["type"] == ju.FAILURE_TARGET
+        can_remove_all = is_being_deleted(job) or self.finished_condition is not None
+        with_finalizer = {p["metadata"]["uid"] for p in self.pods if ju.has_finalizer(p) and
+                          p["metadata"]["uid"] not in removing}
+        uncounted_s, uncounted_f = self.uncounted_succeeded, self.uncounted_failed
+        new_indexes: set[int] = set()
+        to_release: list[Obj] = []
+        for pod in self.pods:
+            uid = pod["metadata"]["uid"]
+            if uid not in with_finalizer:
+                continue
+            phase = (pod.get("status") or {}).get("phase")
+            failed = ju.is_failed(pod, job)
+            if not (can_remove_all or phase == "Succeeded" or failed):
+                continue
+            to_release.append(pod)
+            if phase == "Succeeded" and uid not in uncounted_f:
+                if self.indexed:
+                    index = ju.completion_index(pod)
+                    if index is not None and index < (self.completions or 0) and index not in self.prev_indexes:
+                        new_indexes.add(index)
+                elif uid not in uncounted_s:
+                    uncounted_s.append(uid)
+            elif (failed or failing_all) and uid not in uncounted_f and uid not in uncounted_s:
+                index = ju.completion_index(pod)
+                if not self.indexed or (index is not None and index < (self.completions or 0)):
+                    uncounted_f.append(uid)
+            if len(new_indexes) + len(uncounted_s) + len(uncounted_f) >= MAX_UNCOUNTED:
+                break
+        self._move_counted(with_finalizer)
+        if self.indexed:
+            self.prev_indexes |= new_indexes
+            status["completedIndexes"] = ju.format_indexes(self.prev_indexes)
+            status["succeeded"] = len(self.prev_indexes)
+            if not status["completedIndexes"]:
+                status.pop("completedIndexes")
+        interim = self.finished_condition
+        if interim is not None and _true(job, interim["type"]) is None:
+            status.setdefault("conditions", []).append(interim)
+        self._write_uncounted()
+        if status != self.original_status:
+            await self._write()
+            c.backoffs[self.key] = self.backoff
+        released = await c.remove_finalizers(self.key, to_release)
+        for pod, ok in zip(to_release, released):
+            if ok:
+                with_finalizer.discard(pod["metadata"]["uid"])
+        self._move_counted(with_finalizer)
+        self._write_uncounted()
+        finished_now = self._enact_finished()
+        if status != self.original_status:
+            await self._write()
+        if finished_now:
+            self._record_finished()
+
+    def _move_counted(self, with_finalizer: set[str]) -> None:
+        """Uncounted uids whose pod no longer carries the finalizer join the counters."""
+        for field, uids in (("succeeded", self.uncounted_succeeded), ("failed", self.uncounted_failed)):
+            kept = [uid for uid in uids if uid in with_finalizer]
+            if len(kept) != len(uids):
+                self.status[field] = int(self.status.get(field) or 0) + len(uids) - len(kept)
+                uids[:] = kept
+
+    def _write_uncounted(self) -> None:
+        uncounted: Obj = {}
+        if self.uncounted_succeeded:
+            uncounted["succeeded"] = list(self.uncounted_succeeded)
+        if self.uncounted_failed:
+            uncounted["failed"] = list(self.uncounted_failed)
+        self.status["uncountedTerminatedPods"] = uncounted
+        for field in ("succeeded", "failed"):
+            if not self.status.get(field):
+                self.status.pop(field, None)
+
+    def _enact_finished(self) -> bool:
+        interim = self.finished_condition
+        if interim is None or self.uncounted_succeeded or self.uncounted_failed:
+            return False
+        if int(self.status.get("terminating") or 0) > 0:
+            return False
+        final = ju.COMPLETE if interim["type"] == ju.SUCCESS_CRITERIA_MET else ju.FAILED
+        if _true(self.job, final) is not None:
+            return False
+        self.status.setdefault("conditions", []).append(
+            ju.new_condition(final, interim.get("reason", ""), interim.get("message", ""), self.now))
+        if final == ju.COMPLETE:
+            self.status["completionTime"] = rfc3339(self.now)
+        return True
+
+    def _record_finished(self) -> None:
+        interim = self.finished_condition or {}
+        if interim.get("type") == ju.SUCCESS_CRITERIA_MET:
+            if self.completions is not None and int(self.status.get("succeeded") or 0) > self.completions:
+                self.c.event(self.job, "Warning", "TooManySucceededPods",
+                             "Too many succeeded pods running after completion count reached")
+            self.c.event(self.job, "Normal", "Completed", "Job completed")
+        else:
+            self.c.event(self.job, "Warning", interim.get("reason", ""), interim.get("message", ""))
+
+    async def _write(self) -> None:
+        """Write the status; the returned object carries the resourceVersion the next write needs."""
+        try:
+            written = await self.c.client.update_status("jobs", self.job)
+        except StatusError as exc:
+            if exc.code == 404:
+                return
+            raise
+        self.job["metadata"]["resourceVersion"] = written["metadata"]["resourceVersion"]
+        self.original_status = copy.deepcopy(self.status)
+
+
+def _true(job: Obj, type_: str) -> Obj | None:
+    c = ju.condition(job, type_)
+    return c if c is not None and c.get("status") == "True" else None
+

@@ -1,0 +1,112 @@
+"""One real node: its runtime (docker, process or auto), the kubelet that drives it and the kubelet's HTTP
+endpoint (logs, exec), started in the order that lets the Node object carry the endpoint's port.
+
+`minik up` runs one for the local machine (component.py) and `minik node join` runs one on its own; both talk to
+the cluster only through the client they are given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from minik.client import Client
+from minik.kubelet.containers import ContainerConfigs
+from minik.kubelet.kubelet import Kubelet, KubeletSettings
+from minik.kubelet.node import NodeConfig, host_address, host_capacity, well_known_labels
+from minik.kubelet.server import DEFAULT_PORT, AllowAll, Authenticator, BearerToken, KubeletServer
+
+log = structlog.get_logger("minik.kubelet")
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    name: str
+    """The node's name."""
+
+    data_dir: Path
+    """Where the kubelet keeps its identity (the id that labels its containers) and the pods' volumes."""
+
+    runtime: str = "auto"
+    """docker, process, fake, or auto (docker when an engine answers, else process)."""
+
+    address: str | None = None
+    """The node's InternalIP [default: the source address of the default route]."""
+
+    labels: dict[str, str] = field(default_factory=dict)
+    """Labels beyond the well-known ones (kubernetes.io/hostname, os, arch)."""
+
+    taints: list[Obj] = field(default_factory=list)
+
+    zone: str | None = None
+    """topology.kubernetes.io/zone"""
+
+    region: str | None = None
+    """topology.kubernetes.io/region"""
+
+    bind: str = "0.0.0.0"
+    """The address the kubelet's endpoint listens on."""
+
+    port: int = DEFAULT_PORT
+    """The kubelet's endpoint port (another free one when it is taken; 0 picks one)."""
+
+    token: str | None = None
+    """The bearer token callers of the kubelet's endpoint must present (None: anyone may call)."""
+
+    kubelet: KubeletSettings = field(default_factory=KubeletSettings)
+
+
+class NodeAgent:
+    def __init__(self, client: Client, settings: AgentSettings) -> None:
+        self.client = client
+        self.settings = settings
+        self.kubelet: Kubelet | None = None
+        self.server: KubeletServer | None = None
+
+    def node_config(self, port: int) -> NodeConfig:
+        s = self.settings
+        labels = well_known_labels(s.name, s.zone, s.region)
+        labels.update(s.labels)
+        return NodeConfig(s.name, s.address or host_address(), host_capacity(str(s.data_dir)), labels,
+                          list(s.taints), kubelet_port=port)
+
+    async def start(self) -> None:
+        from minik.kubelet.runtimes.select import open_runtime
+
+        s = self.settings
+        runtime = await open_runtime(s.runtime, s.data_dir)
+        if runtime.name == "docker":  # pods on Docker get the cluster DNS as their nameserver
+            from minik.kubelet.dns import ClusterDns
+
+            runtime.dns = ClusterDns(self.client)  # type: ignore[attr-defined]
+        authenticator: Authenticator = BearerToken(s.token) if s.token else AllowAll()
+        kubelet: Kubelet | None = None
+
+        def find_pod(namespace: str, name: str) -> Obj | None:
+            return kubelet.find_pod(namespace, name) if kubelet is not None else None
+
+        self.server = KubeletServer(runtime, find_pod, authenticator)
+        port = await self.server.start(s.bind, s.port)
+        try:
+            node = self.node_config(port)
+            configs = ContainerConfigs(self.client, s.data_dir, node.address, node.capacity)
+            kubelet = Kubelet(self.client, runtime, [node], s.kubelet, configs)
+            await kubelet.start()
+        except BaseException:
+            await self.server.stop()
+            raise
+        self.kubelet = kubelet
+
+    async def stop(self) -> None:
+        """Stop the endpoint, then the kubelet; the containers keep running for the next start to adopt."""
+        if self.server is not None:
+            await self.server.stop()
+            self.server = None
+        if self.kubelet is not None:
+            await self.kubelet.stop()
+            self.kubelet = None

@@ -1,0 +1,237 @@
+"""The kubelet's own HTTP endpoint, which the API server calls for `kubectl logs` and `kubectl exec`:
+
+- ``GET /containerLogs/NAMESPACE/POD/CONTAINER`` with follow, tailLines, sinceSeconds, timestamps, previous and
+  limitBytes: the container's output as text/plain, streamed while ``follow`` holds and the container runs;
+- ``GET /exec/NAMESPACE/POD/CONTAINER?command=...&stdin&stdout&stderr&tty``: a WebSocket speaking
+  v5.channel.k8s.io (or v4), relayed to a command started in the container;
+- ``GET /healthz``.
+
+Who may call it is one replaceable piece (``Authenticator``): by default the cluster's shared token as a bearer
+token; the security work puts TLS and per-caller credentials in its place.
+"""
+
+from __future__ import annotations
+
+import errno
+import hmac
+import ssl
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import structlog
+from aiohttp import WSMsgType, web
+
+from minik.aio import start_task, stop_task
+from minik.api import remotecommand as rc
+from minik.api.errors import StatusError, bad_request, not_found
+from minik.api.params import non_negative_int
+from minik.api.podcontainers import resolve_container, waiting_reason
+from minik.kubelet.runtimes.base import ContainerInfo, ExecSession, PodRecord, Runtime, RuntimeFailure
+
+log = structlog.get_logger("minik.kubelet.server")
+
+Obj = dict[str, Any]
+
+DEFAULT_PORT = 10250
+
+
+class Authenticator(Protocol):
+    async def allowed(self, request: web.Request) -> bool:
+        """Whether this caller may read logs and run commands on the node."""
+
+
+class AllowAll:
+    """Anyone may call (only for a kubelet that listens on loopback)."""
+
+    async def allowed(self, request: web.Request) -> bool:
+        return True
+
+
+class BearerToken:
+    """The caller presents ``Authorization: Bearer TOKEN`` with the cluster's token (compared in constant time)."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token.encode()
+
+    async def allowed(self, request: web.Request) -> bool:
+        scheme, _, value = request.headers.get("Authorization", "").partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), self._token)
+
+
+def _status(error: StatusError) -> web.Response:
+    return web.json_response(error.to_status(), status=error.code)
+
+
+def _flag(request: web.Request, name: str) -> bool:
+    return request.query.get(name, "").lower() in ("true", "1")
+
+
+class KubeletServer:
+    def __init__(self, runtime: Runtime, find_pod: Callable[[str, str], Obj | None],
+                 authenticator: Authenticator | None = None, ssl_context: ssl.SSLContext | None = None) -> None:
+        self.runtime = runtime
+        self.find_pod = find_pod
+        self.authenticator = authenticator or AllowAll()
+        self.ssl_context = ssl_context
+        self.port = 0
+        self._runner: web.AppRunner | None = None
+
+    def _app(self) -> web.Application:
+        app = web.Application(middlewares=[self._guard])
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._logs)
+        app.router.add_route("*", "/exec/{namespace}/{pod}/{container}", self._exec)
+        return app
+
+    async def start(self, host: str = "0.0.0.0", port: int = DEFAULT_PORT) -> int:
+        """Listen on ``host``:``port`` (another free port when that one is taken); the port listened on."""
+        self._runner = web.AppRunner(self._app(), access_log=None, handle_signals=False, shutdown_timeout=1.0)
+        await self._runner.setup()
+        try:
+            site = web.TCPSite(self._runner, host, port, ssl_context=self.ssl_context, reuse_address=True)
+            await site.start()
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE or port == 0:
+                await self.stop()
+                raise
+            log.info("kubelet port taken; listening on a free one", port=port)
+            site = web.TCPSite(self._runner, host, 0, ssl_context=self.ssl_context, reuse_address=True)
+            await site.start()
+        self.port = int(self._runner.addresses[0][1])
+        log.info("kubelet server listening", host=host, port=self.port)
+        return self.port
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()  # closes the WebSockets of running execs too
+            self._runner = None
+
+    @web.middleware
+    async def _guard(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        if request.path != "/healthz" and not await self.authenticator.allowed(request):
+            return _status(StatusError(401, "Unauthorized", "Unauthorized"))
+        try:
+            return await handler(request)  # type: ignore[no-any-return]
+        except StatusError as exc:
+            return _status(exc)
+
+    async def _healthz(self, _request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def _target(self, request: web.Request) -> tuple[Obj, str, PodRecord | None]:
+        namespace, name = request.match_info["namespace"], request.match_info["pod"]
+        pod = self.find_pod(namespace, name)
+        if pod is None:
+            raise not_found("pods", "", name)
+        container = resolve_container(pod, request.match_info["container"])
+        return pod, container, await self.runtime.pod(pod["metadata"]["uid"])
+
+    # -- logs -------------------------------------------------------------------------------------------------
+    async def _logs(self, request: web.Request) -> web.StreamResponse:
+        pod, container, record = await self._target(request)
+        pod_name = pod["metadata"]["name"]
+        previous = _flag(request, "previous")
+        info: ContainerInfo | None = None
+        if record is not None:
+            info = record.previous(container) if previous else record.latest(container)
+        if info is None:
+            if previous:
+                raise bad_request(f'previous terminated container "{container}" in pod "{pod_name}" not found')
+            raise bad_request(f'container "{container}" in pod "{pod_name}" is waiting to start: '
+                              f"{waiting_reason(pod, container)}")
+        tail, since, limit = (non_negative_int(request.query, name)
+                              for name in ("tailLines", "sinceSeconds", "limitBytes"))
+        follow = _flag(request, "follow") and not previous
+        try:
+            chunks = self.runtime.logs(info.id, follow=follow, tail_lines=tail, since_seconds=since,
+                                       timestamps=_flag(request, "timestamps"))
+            first = await anext(chunks, b"")
+        except RuntimeFailure as exc:
+            raise bad_request(exc.message) from None
+        response = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        sent = 0
+        try:
+            chunk = first
+            while True:
+                if limit is not None and sent + len(chunk) >= limit:
+                    await response.write(chunk[:limit - sent])
+                    break
+                if chunk:
+                    await response.write(chunk)
+                    sent += len(chunk)
+                next_chunk = await anext(chunks, None)
+                if next_chunk is None:
+                    break
+                chunk = next_chunk
+            await response.write_eof()
+        except (ConnectionResetError, RuntimeFailure):
+            pass  # the caller went away, or the container with it
+        finally:
+            await chunks.aclose()
+        return response
+
+    # -- exec -------------------------------------------------------------------------------------------------
+    async def _exec(self, request: web.Request) -> web.StreamResponse:
+        pod, container, record = await self._target(request)
+        info = record.latest(container) if record is not None else None
+        if info is None or info.state != "running":
+            raise bad_request(f"container {container} is not running in pod {pod['metadata']['name']}")
+        command = request.query.getall("command", [])
+        if not command:
+            raise bad_request("you must specify at least 1 command")
+        socket = web.WebSocketResponse(protocols=rc.PROTOCOLS, heartbeat=None, autoping=True)
+        if not socket.can_prepare(request).ok:
+            raise bad_request("Upgrade request required")
+        await socket.prepare(request)
+        if socket.ws_protocol not in rc.PROTOCOLS:
+            await socket.send_bytes(rc.encode_status(rc.failure(f"unsupported subprotocol; use {rc.V5}")))
+            await socket.close()
+            return socket
+        tty = _flag(request, "tty")
+        stdin = _flag(request, "stdin")
+        wanted = {channel for channel, asked in ((rc.STDOUT, _flag(request, "stdout") or tty),
+                                                 (rc.STDERR, _flag(request, "stderr") and not tty)) if asked}
+        try:
+            session = await self.runtime.exec(info.id, command, stdin=stdin, tty=tty)
+        except RuntimeFailure as exc:
+            await socket.send_bytes(rc.encode_status(rc.failure(exc.message)))
+            await socket.close()
+            return socket
+        log.info("exec", pod=f"{pod['metadata']['namespace']}/{pod['metadata']['name']}", container=container,
+                 command=command, tty=tty, stdin=stdin)
+        reader = start_task(self._from_client(socket, session), "exec stdin")
+        try:
+            while (piece := await session.read()) is not None:
+                if piece[0] in wanted and not socket.closed:
+                    await socket.send_bytes(rc.frame(piece[0], piece[1]))
+            code = await session.exit_code()
+            status = rc.success() if not code else rc.exit_failure(command, code)
+            if not socket.closed:
+                await socket.send_bytes(rc.encode_status(status))
+        except ConnectionResetError:
+            pass
+        finally:
+            await stop_task(reader)
+            await session.close()
+            await socket.close()
+        return socket
+
+    async def _from_client(self, socket: web.WebSocketResponse, session: ExecSession) -> None:
+        """stdin, resizes and the close of stdin, from the caller to the command."""
+        async for message in socket:
+            if message.type != WSMsgType.BINARY:
+                continue
+            channel, payload = rc.parse(message.data)
+            if channel == rc.STDIN:
+                await session.write(payload)
+            elif channel == rc.RESIZE:
+                size = rc.parse_resize(payload)
+                if size is not None:
+                    await session.resize(*size)
+            elif channel == rc.CLOSE and payload[:1] == bytes((rc.STDIN,)):
+                await session.close_stdin()
+        # the caller went away: end the command's streams, which ends the relay of its output
+        await session.close()
+

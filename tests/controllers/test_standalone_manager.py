@@ -1,0 +1,52 @@
+"""`minik controllers --server URL`: the controller manager as a process of its own against a cluster that runs
+none."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+
+from controller_helpers import eventually, pod_template, pods
+
+from minik.client import Client
+from minik.cluster import Cluster
+
+
+async def test_the_controller_manager_runs_alone_against_a_server_and_stops_on_sigterm(cluster: Cluster) -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "minik", "controllers", "--server", cluster.url, "--controller", "replicaset",
+        "--controller", "garbage-collector", "--log-level", "warning", env=dict(os.environ),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    assert process.stdout is not None
+    try:
+        started = (await asyncio.wait_for(process.stdout.readline(), 30)).decode().strip()
+        assert started == f"minik: controllers running against {cluster.url} (replicaset, garbage-collector)"
+        async with Client.http(cluster.url) as api:
+            rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web"},
+                  "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                           "template": pod_template({"app": "web"})}}
+            await api.create("replicasets", rs, "default")
+
+            async def created() -> bool:
+                return len(await pods(api, selector="app=web")) == 2
+            await eventually(created, timeout=20)
+            await api.delete("replicasets", "web", "default")
+
+            async def collected() -> bool:
+                return not await pods(api, selector="app=web")
+            await eventually(collected, timeout=20)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(process.wait(), 30)
+    assert process.returncode == 0
+
+
+async def test_an_unknown_controller_name_is_a_usage_error(cluster: Cluster) -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "minik", "controllers", "--server", cluster.url, "--controller", "nope",
+        env=dict(os.environ), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    _, err = await asyncio.wait_for(process.communicate(), 30)
+    assert process.returncode == 2
+    assert "unknown controllers ['nope']" in err.decode()

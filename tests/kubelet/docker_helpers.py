@@ -1,0 +1,93 @@
+"""Shared by the kubelet's Docker tests: a cluster whose local node runs on the real engine, pod specs on the
+local busybox image, and HTTP from the test to a pod's address.
+
+Without an engine these tests fail: they are never skipped (scripts/test starts one and builds the images)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+import urllib.request
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiodocker
+
+from minik.client import Client
+from minik.cluster import Cluster, ClusterSettings
+from minik.kubelet.component import NodeComponent
+from minik.kubelet.podworker import WorkerSettings
+from minik.kubelet.runtimes.select import kubelet_id
+
+NODE = "docker-node"
+BUSYBOX = "busybox:latest"
+
+
+def busybox(name: str, script: str, **extra: object) -> dict:
+    return {"name": name, "image": BUSYBOX, "imagePullPolicy": "IfNotPresent", "command": ["sh", "-c", script],
+            **extra}
+
+
+class DockerNode:
+    def __init__(self, cluster: Cluster, client: Client, docker: aiodocker.Docker) -> None:
+        self.cluster = cluster
+        self.client = client
+        self.docker = docker
+
+    @property
+    def component(self) -> NodeComponent:
+        return self.cluster.components["node"]  # type: ignore[return-value]
+
+    async def containers(self, uid: str) -> list[dict]:
+        filters = json.dumps({"label": [f"io.kubernetes.pod.uid={uid}"]})
+        async with self.docker._query("containers/json", params={"all": "1", "filters": filters}) as response:
+            return list(await response.json())
+
+
+@contextlib.asynccontextmanager
+async def docker_cluster(data_dir: Path, *, disabled: frozenset[str] = frozenset({"scheduler", "controllers", "proxy"}),
+                         **settings: object) -> AsyncIterator[DockerNode]:
+    """A cluster with a Docker node named NODE (short back-offs), its containers removed when it stops."""
+    options: dict[str, object] = {"kubelet": {"worker": WorkerSettings(backoff_initial_seconds=1.0,
+                                                                       backoff_max_seconds=4.0)}}
+    options.update(settings)
+    cluster_settings = ClusterSettings(data_dir=data_dir, port=0, synchronous="NORMAL", node_name=NODE,
+                                       node_runtime="docker", disabled=disabled, **options)  # type: ignore[arg-type]
+    async with aiodocker.Docker() as docker:
+        try:
+            async with Cluster(cluster_settings) as cluster, Client.http(cluster.url) as client:
+                component: NodeComponent = cluster.components["node"]  # type: ignore[assignment]
+                await asyncio.wait_for(component.local_ready.wait(), 20)
+                assert component.local is not None
+                await component.local.wait_registered(10)
+                yield DockerNode(cluster, client, docker)
+        finally:
+            await remove_containers(docker, kubelet_id(data_dir / "kubelet"))
+
+
+async def remove_containers(docker: aiodocker.Docker, kubelet: str) -> None:
+    """What the test's kubelet left running (its pods were not deleted) goes with the test."""
+    filters = json.dumps({"label": [f"minik.io/kubelet={kubelet}"]})
+    async with docker._query("containers/json", params={"all": "1", "filters": filters}) as response:
+        for container in await response.json():
+            await docker.containers.container(container["Id"]).delete(force=True)
+
+
+def fetch(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - the pod's own address
+        return response.read().decode()
+
+
+async def fetch_eventually(url: str, timeout: float = 10.0) -> str:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return await asyncio.to_thread(fetch, url)
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.1)
+
+
