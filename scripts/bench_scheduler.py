@@ -4,11 +4,14 @@ already running, then pods created through the API as fast as the harness can, m
 the last bind seen on a watch. The anchor is kube-scheduler's CI floor for SchedulingBasic 5000Nodes: 680 pods/s.
 
 The cluster is a real `minik up` (the scheduler runs inside it, the other components disabled, `--sync NORMAL`)
-in its own process; with --separate-scheduler the API server runs alone and `minik scheduler --server URL` runs as
-a second process, as kube-scheduler does. Nodes are Node objects written through the API with capacity,
-allocatable, the well-known labels (3 zones) and Ready; the running pods are created bound to a node.
+in its own process; with --scheduler separate the API server runs alone and `minik scheduler --server URL` runs
+as a second process, as kube-scheduler does (by default both runs, one after the other). Nodes are Node objects
+written through the API with capacity, allocatable, the well-known labels (3 zones) and Ready; the running pods
+are created bound to a node. --py-spy DIR samples the server processes (GIL holders only) over the measured
+window, for where the time goes.
 
     python scripts/bench_scheduler.py [--nodes 5000] [--running 1000] [--pods 10000] [--workload basic]
+                                      [--scheduler in-process|separate|both] [--py-spy DIR]
     python scripts/bench_scheduler.py --all      # 5,000 and 1,000 nodes basic, anti-affinity + spread, preemption
 """
 
@@ -149,6 +152,27 @@ def cpu_seconds(pids: list[int]) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+#: where py-spy writes the profiles of the measured window (--py-spy DIR), one collapsed-stack file per process
+PROFILE_DIR: Path | None = None
+
+
+def start_profilers(pids: list[int]) -> list[subprocess.Popen[bytes]]:
+    """py-spy sampling each server process from the first create (nothing without --py-spy)."""
+    if PROFILE_DIR is None:
+        return []
+    PROFILE_DIR.mkdir(parents=True, exist_ok=True)
+    return [subprocess.Popen(["py-spy", "record", "--pid", str(pid), "--format", "raw", "--rate", "200", "--gil",
+                              "--output", str(PROFILE_DIR / f"{pid}.txt")], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL) for pid in pids]
+
+
+def stop_profilers(profilers: list[subprocess.Popen[bytes]]) -> None:
+    for profiler in profilers:
+        profiler.send_signal(signal.SIGINT)  # py-spy writes its file when interrupted
+    for profiler in profilers:
+        profiler.wait(60)
+
+
 async def measure(url: str, nodes: int, running: int, pods: int, workload: str,
                   scheduler_ready: Any, server_pids: Any) -> dict[str, float]:
     async with aiohttp.ClientSession(base_url=url, connector=aiohttp.TCPConnector(limit=0)) as session:
@@ -198,6 +222,7 @@ async def measure(url: str, nodes: int, running: int, pods: int, workload: str,
         bodies = [pod_body(f"bench-{i:05d}", workload,
                            priority_class="bench-high" if workload == "preemption" else None) for i in range(pods)]
         cpu_before = cpu_seconds(server_pids())
+        profilers = start_profilers(server_pids())
         first_create = time.perf_counter()
         creating = asyncio.create_task(post_all(session, f"/api/v1/namespaces/{NAMESPACE}/pods", bodies))
         try:
@@ -213,6 +238,7 @@ async def measure(url: str, nodes: int, running: int, pods: int, workload: str,
             await watcher
         elapsed = last_bind[0] - first_create
         cpu = cpu_seconds(server_pids()) - cpu_before
+        stop_profilers(profilers)
         return {"setup_seconds": setup, "seconds": elapsed, "bound": len(bound),
                 "server_cpu_ms_per_pod": cpu * 1000 / max(len(bound), 1),
                 "pods_per_second": len(bound) / elapsed if elapsed > 0 else 0.0,
@@ -266,28 +292,33 @@ def report(label: str, result: dict[str, float]) -> None:
 
 
 def main() -> None:
-    global CONNECTIONS
+    global CONNECTIONS, PROFILE_DIR
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--running", type=int, default=1000)
     parser.add_argument("--pods", type=int, default=10000)
     parser.add_argument("--workload", choices=["basic", "affinity", "preemption"], default="basic")
-    parser.add_argument("--separate-scheduler", action="store_true",
-                        help="run the scheduler as its own process (minik scheduler --server URL)")
+    parser.add_argument("--scheduler", choices=["in-process", "separate", "both"], default="both",
+                        help="the scheduler inside `minik up`, as its own process (`minik scheduler`), or both runs")
+    parser.add_argument("--separate-scheduler", action="store_const", const="separate", dest="scheduler",
+                        help="the same as --scheduler separate")
     parser.add_argument("--all", action="store_true", help="every shape in the issue, one after the other")
     parser.add_argument("--connections", type=int, default=CONNECTIONS, help="creates in flight")
+    parser.add_argument("--py-spy", type=Path, default=None, metavar="DIR",
+                        help="profile the server processes over the measured window with py-spy into DIR")
     args = parser.parse_args()
     CONNECTIONS = args.connections
-    if not args.all:
-        report(f"{args.workload}, {args.nodes:,} nodes, {args.running:,} running, {args.pods:,} created"
-               + (", separate scheduler process" if args.separate_scheduler else ""),
-               run(args.nodes, args.running, args.pods, args.workload, args.separate_scheduler))
-        return
-    shapes = [("basic", 5000, 1000, 10000), ("basic", 1000, 1000, 10000), ("affinity", 1000, 0, 2000),
-              ("preemption", 500, 500, 500)]
+    PROFILE_DIR = args.py_spy
+    modes = [False, True] if args.scheduler == "both" else [args.scheduler == "separate"]
+    shapes = [(args.workload, args.nodes, args.running, args.pods)]
+    if args.all:
+        shapes = [("basic", 5000, 1000, 10000), ("basic", 1000, 1000, 10000), ("affinity", 1000, 0, 2000),
+                  ("preemption", 500, 500, 500)]
     for workload, nodes, running, pods in shapes:
-        report(f"{workload}, {nodes:,} nodes, {running:,} running, {pods:,} created",
-               run(nodes, running, pods, workload, args.separate_scheduler))
+        for separate in modes:
+            report(f"{workload}, {nodes:,} nodes, {running:,} running, {pods:,} created, "
+                   + ("scheduler as its own process" if separate else "scheduler inside minik up"),
+                   run(nodes, running, pods, workload, separate))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,6 @@ goes, or why it stays Pending)."""
 from __future__ import annotations
 
 import asyncio
-import gc
 import signal
 
 import click
@@ -30,6 +29,7 @@ def scheduler(name: str, percentage_of_nodes_to_score: int, scoring_strategy: st
     `minik up --disable scheduler`, or beside its scheduler under another --name)."""
     from minik import log as logging_setup
     from minik.scheduler import Scheduler, SchedulerSettings
+    from minik.collector import settle_after_start
     from minik.scheduler.plugins.registry import ProfileConfig
 
     session = Session.current()
@@ -46,10 +46,7 @@ def scheduler(name: str, percentage_of_nodes_to_score: int, scoring_strategy: st
             running = Scheduler(client, settings)
             await running.start()
             await running.warm_up()
-            # the informers' caches live as long as the process: keep the collector from walking them again and
-            # again (a full collection over thousands of nodes and pods costs a large share of the CPU)
-            gc.freeze()
-            gc.set_threshold(10_000, 10, 10)
+            settle_after_start()  # the informers' caches live as long as the process (minik.collector)
             click.echo(f"minik: scheduler {name!r} running against {session.endpoint.server}", err=True)
             try:
                 await stop.wait()

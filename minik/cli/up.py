@@ -26,6 +26,7 @@ from minik.cli.common import CliError, default_data_dir, fail
 from minik.cli.instance import AlreadyRunning, Instance, RunState
 from minik.cli.output import align, human_duration, parse_time
 from minik.cluster import COMPONENTS, Cluster, ClusterSettings
+from minik.collector import settle_after_start
 from minik.jointoken import read_token, token_path
 
 #: how long `up --detach` waits for the cluster to answer /readyz, and `down` for it to exit
@@ -123,6 +124,7 @@ async def _serve(settings: ClusterSettings, instance: Instance, update_kubeconfi
         await cluster.start()
     except OSError as exc:
         raise _listen_error(settings, exc) from None
+    settle_after_start()  # the collector, set for a long-running process (minik.collector)
     try:
         path = instance.kubeconfig_path
         config = kubeconfig.for_cluster(settings.name, cluster.url)

@@ -221,7 +221,7 @@ class Algorithm:
         nominations = state.nodes.nominated_nodes()
         if not per_node and not nominations:
             rows = rows[:want]
-            feasible = [nodes[i] for i in rows.tolist()]
+            feasible = arrays.nodes_at(rows)
         else:
             feasible, kept = [], []
             order = rows.tolist()

@@ -69,6 +69,7 @@ class NodeArrays:
     def __init__(self, infos: list["NodeInfo"]) -> None:
         self.size = len(infos)
         self.infos = infos
+        self._objects: Any = None  # the infos as a numpy object array, for nodes_at
         self._labels: dict[str, tuple[Ints, list[str]]] = {}
         # column-major: each column is contiguous for the vector operations
         self.data: Ints = np.zeros((self.size, len(_COLUMNS)), dtype=np.int64, order="F")
@@ -82,6 +83,14 @@ class NodeArrays:
         self.data[row] = (info.alloc_milli_cpu, info.alloc_memory, info.free_milli_cpu, info.free_memory,
                           info.free_pods, info.non_zero_cpu, info.non_zero_memory, info.unschedulable,
                           info.has_hard_taints, info.has_soft_taints)
+
+    def nodes_at(self, rows: Ints) -> list["NodeInfo"]:
+        """The NodeInfos at ``rows``, in that order (one C-level gather instead of a Python loop)."""
+        if self._objects is None:
+            self._objects = np.empty(self.size, dtype=object)
+            self._objects[:] = self.infos
+        found: list[NodeInfo] = self._objects[rows].tolist()
+        return found
 
     def label_ids(self, key: str) -> tuple[Ints, list[str]]:
         """The nodes' values of a label as numbers: ``(ids, values)`` with ``values[ids[row]]`` the value of
