@@ -28,6 +28,19 @@ def one_requirement(selector: LabelSelector) -> tuple[str, tuple[str, ...]] | No
     return None
 
 
+LabelKey = tuple[str, str, str]  # (namespace, label key, label value), as NodeInfo.label_counts counts pods
+
+
+def label_keys(selector: LabelSelector, namespaces: Collection[str]) -> tuple[LabelKey, ...] | None:
+    """The ``label_counts`` entries whose sum counts the pods the selector selects in those namespaces, when it
+    is one ``key in (values)`` requirement (worked out once per cycle, then one lookup per node)."""
+    simple = one_requirement(selector)
+    if simple is None:
+        return None
+    key, values = simple
+    return tuple((ns, key, v) for ns in namespaces for v in values)
+
+
 # -- pods --------------------------------------------------------------------------------------------------------
 HostPort = tuple[str, str, int]  # (hostIP, protocol, port)
 
@@ -101,6 +114,11 @@ class PodInfo:
         self.nominated_node: str = status.get("nominatedNodeName") or ""
 
     @property
+    def has_scoring_terms(self) -> bool:
+        """Terms by which this pod, running, scores the nodes for other pods (InterPodAffinity's pre-score)."""
+        return bool(self.required_affinity or self.preferred_affinity or self.preferred_anti_affinity)
+
+    @property
     def has_affinity_terms(self) -> bool:
         return bool(self.required_affinity or self.required_anti_affinity or self.preferred_affinity or
                     self.preferred_anti_affinity)
@@ -117,7 +135,7 @@ class NodeInfo:
                  "non_zero_cpu", "non_zero_memory", "pods", "used_ports", "pods_with_affinity",
                  "pods_with_required_anti_affinity", "generation", "has_hard_taints", "has_soft_taints",
                  "free_milli_cpu", "free_memory", "free_pods", "alloc_milli_cpu", "alloc_memory", "arrays", "row",
-                 "label_counts", "deleting_pods")
+                 "label_counts", "deleting_pods", "scoring_affinity_pods")
 
     def __init__(self, node: Obj | None = None, name: str = "") -> None:
         self.name = name
@@ -139,6 +157,8 @@ class NodeInfo:
         """How many pods carry each (namespace, label key, value): counting pods by a one-requirement selector
         (``app=web``, the common case) is then a few lookups instead of a look at every pod."""
         self.deleting_pods = 0
+        self.scoring_affinity_pods = 0
+        """Pods with terms that score other pods (required affinity, preferred affinity or anti-affinity)."""
         self.generation = 0
         # flat copies of the hot numbers, so a cycle's per-node checks are plain attribute reads
         self.free_milli_cpu = self.free_memory = self.free_pods = 0
@@ -191,6 +211,8 @@ class NodeInfo:
             self.used_ports[port] = self.used_ports.get(port, 0) + 1
         if pod.has_affinity_terms:
             self.pods_with_affinity[pod.key] = pod
+            if pod.has_scoring_terms:
+                self.scoring_affinity_pods += 1
         if pod.required_anti_affinity:
             self.pods_with_required_anti_affinity[pod.key] = pod
         counts, namespace = self.label_counts, pod.namespace
@@ -215,7 +237,8 @@ class NodeInfo:
                 self.used_ports[port] = left
             else:
                 self.used_ports.pop(port, None)
-        self.pods_with_affinity.pop(key, None)
+        if self.pods_with_affinity.pop(key, None) is not None and pod.has_scoring_terms:
+            self.scoring_affinity_pods -= 1
         self.pods_with_required_anti_affinity.pop(key, None)
         counts, namespace = self.label_counts, pod.namespace
         for label in pod.labels.items():
@@ -243,6 +266,13 @@ class NodeInfo:
             return sum(counts.get((ns, key, v), 0) for ns in namespaces for v in values)
         return self._scan(selector, namespaces, skip_deleting)
 
+    def count_labelled(self, keys: tuple[LabelKey, ...]) -> int:
+        """Pods counted under ``keys`` (from ``label_keys``); those being deleted included."""
+        counts = self.label_counts
+        if len(keys) == 1:
+            return counts.get(keys[0], 0)
+        return sum(counts.get(k, 0) for k in keys)
+
     def _scan(self, selector: LabelSelector, namespaces: Collection[str], skip_deleting: bool) -> int:
         return sum(1 for p in self.pods.values() if p.namespace in namespaces and
                    not (skip_deleting and p.deleting) and selector.matches(p.labels))
@@ -262,6 +292,7 @@ class NodeInfo:
         other.pods_with_required_anti_affinity = dict(self.pods_with_required_anti_affinity)
         other.label_counts = dict(self.label_counts)
         other.deleting_pods = self.deleting_pods
+        other.scoring_affinity_pods = self.scoring_affinity_pods
         other._refresh()
         return other
 

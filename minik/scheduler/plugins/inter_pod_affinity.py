@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from minik.scheduler.arrays import NodeArrays
 from minik.scheduler.framework import (MAX_NODE_SCORE, SKIP, SUCCESS, CycleState, NodeInfo, PodInfo, Status,
                                        unresolvable, unschedulable)
+from minik.scheduler.infos import label_keys
 from minik.scheduler.terms import NOTHING, AffinityTerm
 
 if TYPE_CHECKING:
@@ -126,6 +127,9 @@ class InterPodAffinity:
             if term.matches(pod, ns_labels):
                 counts.existing_anti.update(pairs)
         if pod.required_affinity or pod.required_anti_affinity:
+            # a term with one label requirement is counted from each node's label counts
+            anti = [(term, label_keys(term.selector, term.namespaces) if term.namespace_selector == NOTHING
+                     else None) for term in pod.required_anti_affinity]
             for node in state.nodes.all():
                 if not node.pods:
                     continue
@@ -135,10 +139,10 @@ class InterPodAffinity:
                     if found:
                         for term in pod.required_affinity:
                             _update(counts.affinity, node, term.topology_key, found)
-                for term in pod.required_anti_affinity:
+                for term, keys in anti:
                     value = labels.get(term.topology_key)
                     if value is not None:
-                        found = _count(state, term, node)
+                        found = node.count_labelled(keys) if keys is not None else _count(state, term, node)
                         if found:
                             counts.anti[(term.topology_key, value)] += found
         elif not counts.existing_anti:
@@ -199,7 +203,9 @@ class InterPodAffinity:
         if counts.anti:
             for term in pod.required_anti_affinity:
                 ids, values = arrays.label_ids(term.topology_key)
-                mask &= ~_table([counts.anti[(term.topology_key, v)] > 0 for v in values])[ids]
+                key = term.topology_key
+                taken = {v for (k, v), n in counts.anti.items() if k == key and n > 0}
+                mask &= ~_table([v in taken for v in values])[ids]
         if counts.existing_anti:
             taken: dict[str, set[str]] = {}
             for (key, value), n in counts.existing_anti.items():
@@ -247,10 +253,12 @@ class InterPodAffinity:
             for node in state.nodes.all():
                 for other in node.pods.values():
                     self._score_pod(state, scores, pod, other, node)
-        else:
+        else:  # only the running pods' required affinity and preferred terms can score
             for node in state.nodes.with_affinity_pods():
-                for other in node.pods_with_affinity.values():
-                    self._score_pod(state, scores, pod, other, node)
+                if node.scoring_affinity_pods:
+                    for other in node.pods_with_affinity.values():
+                        if other.has_scoring_terms:
+                            self._score_pod(state, scores, pod, other, node)
         by_key: dict[str, dict[str, int]] = {}
         for (key, value), score in scores.items():
             by_key.setdefault(key, {})[value] = score

@@ -25,6 +25,7 @@ from minik.api.selectors import IN, LabelSelector, Requirement, selector_from_di
 from minik.scheduler.arrays import NodeArrays
 from minik.scheduler.framework import (MAX_NODE_SCORE, SKIP, SUCCESS, CycleState, NodeInfo, PodInfo, Status,
                                        unresolvable, unschedulable)
+from minik.scheduler.infos import label_keys
 from minik.scheduler.plugins.node_affinity import pod_matches_node
 from minik.scheduler.plugins.taint_toleration import untolerated_hard_taint
 
@@ -190,10 +191,12 @@ class PodTopologySpread:
                 tally[(key, values[index])] = 0
             if c.selector.empty:
                 continue
+            keys = label_keys(c.selector, namespaces)
             for r in rows:
                 node = nodes[r]
                 if node.pods:
-                    found = node.count_pods(c.selector, namespaces, skip_deleting=True)
+                    found = node.count_labelled(keys) if keys is not None and not node.deleting_pods else \
+                        node.count_pods(c.selector, namespaces, skip_deleting=True)
                     if found:
                         pair = (key, values[ids[r]])
                         tally[pair] += found
