@@ -221,7 +221,8 @@ async def measure(url: str, nodes: int, running: int, pods: int, workload: str,
         await asyncio.sleep(0.2)
         bodies = [pod_body(f"bench-{i:05d}", workload,
                            priority_class="bench-high" if workload == "preemption" else None) for i in range(pods)]
-        cpu_before = cpu_seconds(server_pids())
+        cpu_before = [cpu_seconds([pid]) for pid in server_pids()]
+        harness_before = time.process_time()
         profilers = start_profilers(server_pids())
         first_create = time.perf_counter()
         creating = asyncio.create_task(post_all(session, f"/api/v1/namespaces/{NAMESPACE}/pods", bodies))
@@ -237,10 +238,13 @@ async def measure(url: str, nodes: int, running: int, pods: int, workload: str,
         with contextlib.suppress(asyncio.CancelledError):
             await watcher
         elapsed = last_bind[0] - first_create
-        cpu = cpu_seconds(server_pids()) - cpu_before
+        cpu = [cpu_seconds([pid]) - before for pid, before in zip(server_pids(), cpu_before)]
+        harness = time.process_time() - harness_before
         stop_profilers(profilers)
         return {"setup_seconds": setup, "seconds": elapsed, "bound": len(bound),
-                "server_cpu_ms_per_pod": cpu * 1000 / max(len(bound), 1),
+                "server_cpu_ms_per_pod": sum(cpu) * 1000 / max(len(bound), 1),
+                "harness_cpu_ms_per_pod": harness * 1000 / max(len(bound), 1),
+                "scheduler_cpu_ms_per_pod": cpu[1] * 1000 / max(len(bound), 1) if len(cpu) > 1 else 0.0,
                 "pods_per_second": len(bound) / elapsed if elapsed > 0 else 0.0,
                 "create_seconds": created_seconds}
 
@@ -287,7 +291,10 @@ def report(label: str, result: dict[str, float]) -> None:
     print(f"{label}: {int(result['bound']):,} pods bound in {result['seconds']:.2f} s -> {rate:,.0f} pods/s, "
           f"ratio to kube-scheduler's {ANCHOR:.0f}: {rate / ANCHOR:.2f} "
           f"(creates alone took {result['create_seconds']:.2f} s; API server and scheduler CPU "
-          f"{result['server_cpu_ms_per_pod']:.2f} ms per pod; set-up {result['setup_seconds']:.1f} s; "
+          f"{result['server_cpu_ms_per_pod']:.2f} ms per pod"
+          + (f" (the scheduler's process {result['scheduler_cpu_ms_per_pod']:.2f})"
+             if result["scheduler_cpu_ms_per_pod"] else "")
+          + f", this harness {result['harness_cpu_ms_per_pod']:.2f}; set-up {result['setup_seconds']:.1f} s; "
           f"load average {load} on {os.cpu_count()} cores)", flush=True)
 
 
