@@ -59,6 +59,11 @@ class SchedulerSettings:
     preemption: bool = True
     """Whether a pod no node fits may evict lower-priority pods."""
 
+    concurrent_binds: int = 16
+    """Binds in flight at once; the others wait their turn (their pods are assumed already). Over HTTP each bind
+    in flight holds a connection of its own: without a bound, a backlog of pending pods decided in a burst would
+    open one connection per pod."""
+
 
 def _reference(pod: Obj) -> Obj:
     """What the event recorder needs of a pod (items from a list carry no kind)."""
@@ -87,6 +92,7 @@ class Scheduler:
         self.others = [self._object_informer(resource) for resource in RESOURCES]
         self._loop: asyncio.Task[None] | None = None
         self._writes: set[asyncio.Task[None]] = set()
+        self._binds = asyncio.Semaphore(self.settings.concurrent_binds)
         self._log = log.bind(scheduler=self.name)
         self.scheduled = 0
         self.attempts = 0
@@ -256,7 +262,8 @@ class Scheduler:
     async def _bind(self, qp: QueuedPod, node: str) -> None:
         info = qp.info
         try:
-            await self.client.bind(info.name, node, info.namespace, uid=info.uid or None)
+            async with self._binds:
+                await self.client.bind(info.name, node, info.namespace, uid=info.uid or None)
         except (StatusError, TransportError) as exc:
             self.cache.forget(info.key)
             message = getattr(exc, "message", str(exc))
