@@ -221,7 +221,11 @@ class Cluster:
             if name in self.settings.disabled:
                 continue
             component = factory(self.settings, self.client)
-            await component.start()
+            try:
+                await component.start()
+            except BaseException:  # a start that failed or was cancelled half-way: undo what it began
+                await self._stop_component(name, component)
+                raise
             self.components[name] = component
             log.info("component started", component=name)
             self.progress(f"{name} started")
@@ -229,14 +233,18 @@ class Cluster:
     async def _stop_components(self) -> None:
         """Stop the components in reverse start order, while the API they talk to is still up."""
         for name, component in reversed(list(self.components.items())):
-            try:
-                await component.stop()
-            except Exception:  # noqa: BLE001 - one component's failure must not keep the others running
-                log.exception("component failed to stop", component=name)
+            await self._stop_component(name, component)
         self.components.clear()
         if self.client is not None:
             await self.client.close()
             self.client = None
+
+    @staticmethod
+    async def _stop_component(name: str, component: Component) -> None:
+        try:
+            await component.stop()
+        except Exception:  # noqa: BLE001 - one component's failure must not keep the others running
+            log.exception("component failed to stop", component=name)
 
     async def stop(self) -> None:
         await self._stop_components()

@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from minik.cluster import Cluster, ClusterSettings
 from minik.store import Store, StoreSettings
@@ -60,3 +61,14 @@ async def test_a_second_start_on_the_same_data_carries_on(tmp_path: Path) -> Non
             async with session.get("/api/v1/namespaces/default/configmaps/kept") as response:
                 assert response.status == 200
                 assert (await response.json())["metadata"]["resourceVersion"] == rv
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.005, 0.02, 0.05, 0.1])
+async def test_a_stop_while_the_local_node_is_still_starting_leaves_nothing_running(tmp_path: Path,
+                                                                                      delay: float) -> None:
+    cluster = Cluster(ClusterSettings(data_dir=tmp_path / "c", port=0))
+    await cluster.start()  # the local node goes on starting in the background
+    await asyncio.sleep(delay)
+    await cluster.stop()
+    assert cluster.components == {}
+    assert cluster.store is None  # and the autouse leak check finds no task of the node's runtime left

@@ -15,7 +15,8 @@ from minik.cli.common import Session, target_options
 from minik.cli.up import run
 
 
-async def _run(session: Session, workers: int, only: tuple[str, ...], grace: float, event_ttl: float) -> None:
+async def _run(session: Session, workers: int, only: tuple[str, ...], grace: float, event_ttl: float,
+               terminated_threshold: int) -> None:
     from minik.controllers.manager import ControllerManager, ControllerSettings
 
     stop = asyncio.Event()
@@ -25,7 +26,8 @@ async def _run(session: Session, workers: int, only: tuple[str, ...], grace: flo
     client = session.client()
     try:
         settings = ControllerSettings(workers=workers, enabled=list(only) or None, host=socket.gethostname(),
-                                      node_monitor_grace_period_seconds=grace, event_ttl_seconds=event_ttl)
+                                      node_monitor_grace_period_seconds=grace, event_ttl_seconds=event_ttl,
+                                      terminated_pod_gc_threshold=terminated_threshold)
         manager = ControllerManager(client, settings)
         await manager.start()
         click.echo(f"minik: controllers running against {session.endpoint.server} "
@@ -44,18 +46,21 @@ async def _run(session: Session, workers: int, only: tuple[str, ...], grace: flo
 @click.option("--controller", "only", multiple=True, metavar="NAME",
               help="Run only this controller (repeatable): replicaset, replicationcontroller, deployment, daemonset, "
                    "job, cronjob, ttl-after-finished, garbage-collector, namespace, node-lifecycle, taint-eviction, "
-                   "event-ttl.")
+                   "event-ttl, pod-garbage-collector.")
 @click.option("--node-monitor-grace-period", "grace", default=50.0, show_default=True,
               type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
               help="How long a node may go without a heartbeat before it is Ready=Unknown and tainted.")
 @click.option("--event-ttl", default=3600.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
               metavar="SECONDS", help="How long an Event is kept after its last update.")
+@click.option("--terminated-pod-gc-threshold", "terminated_threshold", default=12_500, show_default=True,
+              metavar="COUNT", help="Terminated pods kept before the oldest are deleted (0 or less: never).")
 @click.option("--log-level", default="info", show_default=True)
-def controllers(workers: int, only: tuple[str, ...], grace: float, event_ttl: float, log_level: str) -> None:
+def controllers(workers: int, only: tuple[str, ...], grace: float, event_ttl: float, terminated_threshold: int,
+                log_level: str) -> None:
     """Run the controllers (ReplicaSet, Deployment, DaemonSet, Job, CronJob, garbage collector, namespaces, node
     lifecycle, ...) against a cluster until Ctrl-C or SIGTERM."""
     logging_setup.configure(log_level, stream=sys.stderr)
     try:
-        run(_run(Session.current(), workers, only, grace, event_ttl))
+        run(_run(Session.current(), workers, only, grace, event_ttl, terminated_threshold))
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None

@@ -116,7 +116,7 @@ def _merge_user_kubeconfig(name: str, config: kubeconfig.Config) -> None:
 async def _serve(settings: ClusterSettings, instance: Instance, update_kubeconfig: bool) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGHUP: the terminal went away
         loop.add_signal_handler(sig, stop.set)
     cluster = Cluster(settings, progress=lambda line: click.echo(f"minik: {line}"))
     click.echo(f"minik: starting cluster {settings.name!r} (data in {settings.data_dir})")
@@ -142,10 +142,18 @@ async def _serve(settings: ClusterSettings, instance: Instance, update_kubeconfi
         sys.stdout.flush()
         await stop.wait()
     finally:
-        click.echo("minik: shutting down")
+        _say("minik: shutting down")
         instance.state_path.unlink(missing_ok=True)
         await cluster.stop()
-        click.echo(f"minik: stopped; state kept in {settings.data_dir}")
+        _say(f"minik: stopped; state kept in {settings.data_dir}")
+
+
+def _say(line: str) -> None:
+    """Print a progress line during shutdown; a closed terminal or pipe must not stop the store from closing."""
+    try:
+        click.echo(line)
+    except OSError:
+        pass
 
 
 def _child_args(ctx: click.Context, data_dir: Path) -> list[str]:

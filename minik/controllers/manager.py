@@ -53,6 +53,15 @@ class ControllerSettings:
     event_ttl_seconds: float = 3600.0
     """How long an Event is kept after its last update."""
 
+    terminated_pod_gc_threshold: int = 12_500
+    """Terminated pods kept before the oldest are deleted (kube-controller-manager's flag; <= 0: never)."""
+
+    pod_gc_period_seconds: float = 20.0
+    """How often the pod garbage collector makes its pass (fixed at 20 s in Kubernetes; tests shorten it)."""
+
+    pod_gc_quarantine_seconds: float = 40.0
+    """How long a node must be missing before its pods count as orphans (40 s in Kubernetes)."""
+
 
 ControllerFactory = Callable[[Client, InformerFactory, ControllerSettings, Recorder | None], Controller]
 
@@ -127,6 +136,12 @@ def _event_ttl(client: Client, factory: InformerFactory, s: ControllerSettings, 
     return EventTTLController(client, factory, 1, s.clock, r, ttl_seconds=s.event_ttl_seconds)
 
 
+def _pod_gc(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
+    from minik.controllers.podgc import PodGCController
+    return PodGCController(client, factory, 1, s.clock, r, terminated_threshold=s.terminated_pod_gc_threshold,
+                           period_seconds=s.pod_gc_period_seconds, quarantine_seconds=s.pod_gc_quarantine_seconds)
+
+
 def _endpoints(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
     from minik.controllers.endpoints import EndpointsController
     return EndpointsController(client, s.workers, services=factory.informer("services"),  # type: ignore[return-value]
@@ -147,6 +162,7 @@ CONTROLLERS: dict[str, ControllerFactory] = {
     "node-lifecycle": _node_lifecycle,
     "taint-eviction": _taint_eviction,
     "event-ttl": _event_ttl,
+    "pod-garbage-collector": _pod_gc,
     "endpoints": _endpoints,
 }
 

@@ -91,16 +91,17 @@ class NodeAgent:
             return kubelet.find_pod(namespace, name) if kubelet is not None else None
 
         self.server = KubeletServer(runtime, find_pod, authenticator)
-        port = await self.server.start(s.bind, s.port)
         try:
+            port = await self.server.start(s.bind, s.port)
             node = self.node_config(port)
             configs = ContainerConfigs(self.client, s.data_dir, node.address, node.capacity)
-            kubelet = Kubelet(self.client, runtime, [node], s.kubelet, configs)
+            kubelet = self.kubelet = Kubelet(self.client, runtime, [node], s.kubelet, configs)
             await kubelet.start()
         except BaseException:
-            await self.server.stop()
+            # Undo what began. When the start was cancelled, this cleanup may itself be cut short: the owner's
+            # stop() (every step of which may be repeated) finishes it.
+            await self.stop()
             raise
-        self.kubelet = kubelet
 
     async def stop(self) -> None:
         """Stop the endpoint, then the kubelet; the containers keep running for the next start to adopt."""

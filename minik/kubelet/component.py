@@ -77,8 +77,8 @@ class NodeComponent:
         token = ensure_token(s.data_dir)  # the API server presents it to the kubelet's endpoint
         agent = NodeAgent(self.client, AgentSettings(name, data_dir, s.node_runtime, token=token,
                                                      kubelet=self._kubelet_settings()))
+        self.agent = agent  # stop() undoes a start cancelled half-way
         await agent.start()
-        self.agent = agent
         assert agent.kubelet is not None
         self.local = agent.kubelet
         self.local_ready.set()

@@ -110,10 +110,16 @@ class Kubelet:
 
     # -- life -------------------------------------------------------------------------------------------------
     async def start(self) -> None:
-        if self.recorder is not None:
-            await self.recorder.start()
-        await self.runtime.start(self._runtime_changed)
-        version = await self.runtime.version()
+        """Start the runtime, the node keeper, the informer and the workers; a start that fails or is cancelled
+        half-way stops what it began."""
+        try:
+            if self.recorder is not None:
+                await self.recorder.start()
+            await self.runtime.start(self._runtime_changed)
+            version = await self.runtime.version()
+        except BaseException:
+            await self.stop()
+            raise
         for node in self.nodes.values():
             node.runtime_version = version
         self._tasks.append(start_task(self.keeper.run(), "kubelet node keeper"))

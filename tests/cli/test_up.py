@@ -149,6 +149,17 @@ def test_up_in_the_foreground_stops_on_sigterm_and_the_next_up_carries_on(tmp_pa
         stop(process)
 
 
+def test_up_whose_terminal_is_gone_still_closes_its_store_on_sighup(tmp_path: Path) -> None:
+    home, data = tmp_path / "home", tmp_path / "data"
+    process, _url = start(home, data)
+    assert process.stdout is not None
+    process.stdout.close()  # the terminal went away: every later line hits a closed pipe
+    process.send_signal(signal.SIGHUP)
+    assert process.wait(timeout=30) == 0
+    assert not (data / "running.json").exists()
+    assert run(home, "status", "--data-dir", str(data)).returncode == 3
+
+
 def test_a_port_in_use_is_a_one_line_error(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
