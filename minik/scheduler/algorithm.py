@@ -136,6 +136,7 @@ class Algorithm:
     # -- filtering -----------------------------------------------------------------------------------------------
     def run_pre_filters(self, state: CycleState, pod: PodInfo) -> Status | None:
         """None when every pre-filter passed (or skipped); else the failure that rules out every node."""
+        state.active_filters = None
         for plugin in self.pre_filters:
             status = plugin.pre_filter(state, pod)
             if status.code == Code.SKIP:
@@ -145,7 +146,10 @@ class Algorithm:
         return None
 
     def active_filters(self, state: CycleState) -> list[tuple[str, Any]]:
-        return [(p.name, p.filter) for p in self.filters if p.name not in state.skip_filters]
+        """The filters the pre-filters did not skip (once per cycle: preemption runs them for every node)."""
+        if state.active_filters is None:
+            state.active_filters = [(p.name, p.filter) for p in self.filters if p.name not in state.skip_filters]
+        return state.active_filters
 
     def run_filters(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         for name, run in self.active_filters(state):

@@ -96,10 +96,13 @@ class CycleState(dict[str, Any]):
         self.cluster: ClusterView = cluster if cluster is not None else EMPTY_CLUSTER
         self.skip_filters: set[str] = set()
         self.skip_scores: set[str] = set()
+        self.active_filters: list[tuple[str, Any]] | None = None
+        """The filters not skipped, as (name, filter): worked out once the pre-filters ran (Algorithm)."""
 
     def clone(self) -> "CycleState":
         other = CycleState(self.nodes, self.cluster)
         other.skip_filters = set(self.skip_filters)
+        other.active_filters = self.active_filters
         other.skip_scores = set(self.skip_scores)
         for name, value in self.items():
             clone = getattr(value, "clone", None)
