@@ -4,11 +4,14 @@ already running, then pods created through the API as fast as the harness can, m
 the last bind seen on a watch. The anchor is kube-scheduler's CI floor for SchedulingBasic 5000Nodes: 680 pods/s.
 
 The cluster is a real `minik up` (the scheduler runs inside it, the other components disabled, `--sync NORMAL`)
-in its own process; with --separate-scheduler the API server runs alone and `minik scheduler --server URL` runs as
-a second process, as kube-scheduler does. Nodes are Node objects written through the API with capacity,
-allocatable, the well-known labels (3 zones) and Ready; the running pods are created bound to a node.
+in its own process; with --scheduler separate the API server runs alone and `minik scheduler --server URL` runs
+as a second process, as kube-scheduler does (by default both runs, one after the other). Nodes are Node objects
+written through the API with capacity, allocatable, the well-known labels (3 zones) and Ready; the running pods
+are created bound to a node. --py-spy DIR samples the server processes (GIL holders only) over the measured
+window, for where the time goes.
 
     python scripts/bench_scheduler.py [--nodes 5000] [--running 1000] [--pods 10000] [--workload basic]
+                                      [--scheduler in-process|separate|both] [--py-spy DIR]
     python scripts/bench_scheduler.py --all      # 5,000 and 1,000 nodes basic, anti-affinity + spread, preemption
 """
 
@@ -137,8 +140,41 @@ async def wait_ready(url: str, timeout: float = 30.0) -> None:
             await asyncio.sleep(0.05)
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time the processes have used so far (Linux /proc): a figure that a loaded machine
+    disturbs far less than wall-clock time."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rpartition(")")[2].split()
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+#: where py-spy writes the profiles of the measured window (--py-spy DIR), one collapsed-stack file per process
+PROFILE_DIR: Path | None = None
+
+
+def start_profilers(pids: list[int]) -> list[subprocess.Popen[bytes]]:
+    """py-spy sampling each server process from the first create (nothing without --py-spy)."""
+    if PROFILE_DIR is None:
+        return []
+    PROFILE_DIR.mkdir(parents=True, exist_ok=True)
+    return [subprocess.Popen(["py-spy", "record", "--pid", str(pid), "--format", "raw", "--rate", "200", "--gil",
+                              "--output", str(PROFILE_DIR / f"{pid}.txt")], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL) for pid in pids]
+
+
+def stop_profilers(profilers: list[subprocess.Popen[bytes]]) -> None:
+    for profiler in profilers:
+        profiler.send_signal(signal.SIGINT)  # py-spy writes its file when interrupted
+    for profiler in profilers:
+        profiler.wait(60)
+
+
 async def measure(url: str, nodes: int, running: int, pods: int, workload: str,
-                  scheduler_ready: Any) -> dict[str, float]:
+                  scheduler_ready: Any, server_pids: Any) -> dict[str, float]:
     async with aiohttp.ClientSession(base_url=url, connector=aiohttp.TCPConnector(limit=0)) as session:
         began = time.perf_counter()
         await post_all(session, "/api/v1/nodes", [node_body(i) for i in range(nodes)], then_status=True)
@@ -148,6 +184,8 @@ async def measure(url: str, nodes: int, running: int, pods: int, workload: str,
                             for i in range(running)]
             for p in running_pods:
                 p["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "30", "memory": "1Gi"}
+                # no kubelet runs here to confirm a graceful deletion: the victims go at once
+                p["spec"]["terminationGracePeriodSeconds"] = 0
         else:
             running_pods = [pod_body(f"running-{i}", "basic", node=f"node-{i % nodes:05d}") for i in range(running)]
         await post_all(session, f"/api/v1/namespaces/{NAMESPACE}/pods", running_pods)
@@ -183,6 +221,9 @@ async def measure(url: str, nodes: int, running: int, pods: int, workload: str,
         await asyncio.sleep(0.2)
         bodies = [pod_body(f"bench-{i:05d}", workload,
                            priority_class="bench-high" if workload == "preemption" else None) for i in range(pods)]
+        cpu_before = [cpu_seconds([pid]) for pid in server_pids()]
+        harness_before = time.process_time()
+        profilers = start_profilers(server_pids())
         first_create = time.perf_counter()
         creating = asyncio.create_task(post_all(session, f"/api/v1/namespaces/{NAMESPACE}/pods", bodies))
         try:
@@ -197,7 +238,13 @@ async def measure(url: str, nodes: int, running: int, pods: int, workload: str,
         with contextlib.suppress(asyncio.CancelledError):
             await watcher
         elapsed = last_bind[0] - first_create
+        cpu = [cpu_seconds([pid]) - before for pid, before in zip(server_pids(), cpu_before)]
+        harness = time.process_time() - harness_before
+        stop_profilers(profilers)
         return {"setup_seconds": setup, "seconds": elapsed, "bound": len(bound),
+                "server_cpu_ms_per_pod": sum(cpu) * 1000 / max(len(bound), 1),
+                "harness_cpu_ms_per_pod": harness * 1000 / max(len(bound), 1),
+                "scheduler_cpu_ms_per_pod": cpu[1] * 1000 / max(len(bound), 1) if len(cpu) > 1 else 0.0,
                 "pods_per_second": len(bound) / elapsed if elapsed > 0 else 0.0,
                 "create_seconds": created_seconds}
 
@@ -220,7 +267,10 @@ def run(nodes: int, running: int, pods: int, workload: str, separate: bool) -> d
                     scheduler = start(["scheduler", "--server", url], data, "scheduler")
                     await asyncio.sleep(1.5)  # list + watch of nodes and pods
 
-            return _uvloop_run(measure(url, nodes, running, pods, workload, scheduler_ready))
+            def server_pids() -> list[int]:
+                return [p.pid for p in (cluster, scheduler) if p is not None]
+
+            return _uvloop_run(measure(url, nodes, running, pods, workload, scheduler_ready, server_pids))
         finally:
             if scheduler is not None:
                 stop(scheduler)
@@ -240,33 +290,42 @@ def report(label: str, result: dict[str, float]) -> None:
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"{label}: {int(result['bound']):,} pods bound in {result['seconds']:.2f} s -> {rate:,.0f} pods/s, "
           f"ratio to kube-scheduler's {ANCHOR:.0f}: {rate / ANCHOR:.2f} "
-          f"(creates alone took {result['create_seconds']:.2f} s; set-up {result['setup_seconds']:.1f} s; "
+          f"(creates alone took {result['create_seconds']:.2f} s; API server and scheduler CPU "
+          f"{result['server_cpu_ms_per_pod']:.2f} ms per pod"
+          + (f" (the scheduler's process {result['scheduler_cpu_ms_per_pod']:.2f})"
+             if result["scheduler_cpu_ms_per_pod"] else "")
+          + f", this harness {result['harness_cpu_ms_per_pod']:.2f}; set-up {result['setup_seconds']:.1f} s; "
           f"load average {load} on {os.cpu_count()} cores)", flush=True)
 
 
 def main() -> None:
-    global CONNECTIONS
+    global CONNECTIONS, PROFILE_DIR
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--running", type=int, default=1000)
     parser.add_argument("--pods", type=int, default=10000)
     parser.add_argument("--workload", choices=["basic", "affinity", "preemption"], default="basic")
-    parser.add_argument("--separate-scheduler", action="store_true",
-                        help="run the scheduler as its own process (minik scheduler --server URL)")
+    parser.add_argument("--scheduler", choices=["in-process", "separate", "both"], default="both",
+                        help="the scheduler inside `minik up`, as its own process (`minik scheduler`), or both runs")
+    parser.add_argument("--separate-scheduler", action="store_const", const="separate", dest="scheduler",
+                        help="the same as --scheduler separate")
     parser.add_argument("--all", action="store_true", help="every shape in the issue, one after the other")
     parser.add_argument("--connections", type=int, default=CONNECTIONS, help="creates in flight")
+    parser.add_argument("--py-spy", type=Path, default=None, metavar="DIR",
+                        help="profile the server processes over the measured window with py-spy into DIR")
     args = parser.parse_args()
     CONNECTIONS = args.connections
-    if not args.all:
-        report(f"{args.workload}, {args.nodes:,} nodes, {args.running:,} running, {args.pods:,} created"
-               + (", separate scheduler process" if args.separate_scheduler else ""),
-               run(args.nodes, args.running, args.pods, args.workload, args.separate_scheduler))
-        return
-    shapes = [("basic", 5000, 1000, 10000), ("basic", 1000, 1000, 10000), ("affinity", 1000, 0, 2000),
-              ("preemption", 500, 500, 500)]
+    PROFILE_DIR = args.py_spy
+    modes = [False, True] if args.scheduler == "both" else [args.scheduler == "separate"]
+    shapes = [(args.workload, args.nodes, args.running, args.pods)]
+    if args.all:
+        shapes = [("basic", 5000, 1000, 10000), ("basic", 1000, 1000, 10000), ("affinity", 1000, 0, 2000),
+                  ("preemption", 500, 500, 500)]
     for workload, nodes, running, pods in shapes:
-        report(f"{workload}, {nodes:,} nodes, {running:,} running, {pods:,} created",
-               run(nodes, running, pods, workload, args.separate_scheduler))
+        for separate in modes:
+            report(f"{workload}, {nodes:,} nodes, {running:,} running, {pods:,} created, "
+                   + ("scheduler as its own process" if separate else "scheduler inside minik up"),
+                   run(nodes, running, pods, workload, separate))
 
 
 if __name__ == "__main__":

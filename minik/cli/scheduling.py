@@ -13,8 +13,7 @@ from minik.cli.output import align
 
 #: short column names for the score plugins in `minik explain`
 _SHORT = {"NodeResourcesFit": "FIT", "NodeResourcesBalancedAllocation": "BALANCED", "TaintToleration": "TAINTS",
-          "NodeAffinity": "NODE-AFFINITY", "InterPodAffinity": "POD-AFFINITY", "PodTopologySpread": "SPREAD",
-          "SelectorSpread": "SELECTOR-SPREAD"}
+          "NodeAffinity": "NODE-AFFINITY", "InterPodAffinity": "POD-AFFINITY", "PodTopologySpread": "SPREAD"}
 
 
 @click.command("scheduler")
@@ -23,11 +22,15 @@ _SHORT = {"NodeResourcesFit": "FIT", "NodeResourcesBalancedAllocation": "BALANCE
               help="The spec.schedulerName of the pods to place (and the source of the events).")
 @click.option("--percentage-of-nodes-to-score", type=click.IntRange(0, 100), default=0, show_default=True,
               help="Share of the nodes to find feasible before scoring; 0 is adaptive.")
-def scheduler(name: str, percentage_of_nodes_to_score: int) -> None:
+@click.option("--scoring-strategy", type=click.Choice(["LeastAllocated", "MostAllocated"]), default="LeastAllocated",
+              show_default=True, help="Spread pods over nodes, or pack them onto the fullest nodes that fit.")
+def scheduler(name: str, percentage_of_nodes_to_score: int, scoring_strategy: str) -> None:
     """Run a scheduler against a cluster until Ctrl-C or SIGTERM (for a cluster started with
     `minik up --disable scheduler`, or beside its scheduler under another --name)."""
     from minik import log as logging_setup
     from minik.scheduler import Scheduler, SchedulerSettings
+    from minik.collector import settle_after_start
+    from minik.scheduler.plugins.registry import ProfileConfig
 
     session = Session.current()
     logging_setup.configure("info")
@@ -38,9 +41,12 @@ def scheduler(name: str, percentage_of_nodes_to_score: int) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         async with session.client() as client:
-            running = Scheduler(client, SchedulerSettings(name=name,
-                                                          percentage_of_nodes_to_score=percentage_of_nodes_to_score))
+            settings = SchedulerSettings(name=name, percentage_of_nodes_to_score=percentage_of_nodes_to_score,
+                                         profile=ProfileConfig(scoring_strategy=scoring_strategy))
+            running = Scheduler(client, settings)
             await running.start()
+            await running.warm_up()
+            settle_after_start()  # the informers' caches live as long as the process (minik.collector)
             click.echo(f"minik: scheduler {name!r} running against {session.endpoint.server}", err=True)
             try:
                 await stop.wait()

@@ -29,6 +29,7 @@ from minik.cli.instance import AlreadyRunning, Instance, RunState
 from minik.cli.output import align, human_duration, parse_time
 from minik.cluster import COMPONENTS, Cluster, ClusterSettings, is_loopback
 from minik.client import Client, TransportError
+from minik.collector import settle_after_start
 
 #: how long `up --detach` waits for the cluster to answer /readyz, and `down` for it to exit
 WAIT_SECONDS = 30.0
@@ -150,6 +151,7 @@ async def _serve(settings: ClusterSettings, instance: Instance, update_kubeconfi
         await cluster.start()
     except OSError as exc:
         raise _listen_error(settings, exc) from None
+    settle_after_start()  # the collector, set for a long-running process (minik.collector)
     try:
         path = instance.kubeconfig_path
         creds = cluster.credentials

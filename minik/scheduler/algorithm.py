@@ -10,12 +10,19 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from minik.scheduler.framework import (BatchFilterPlugin, BatchScorePlugin, ClusterView, Code, CycleState,
-                                       FilterPlugin, NodeInfo, NodeList, NormalizePlugin, PodInfo,
-                                       PreFilterExtensions, PreFilterPlugin, PreScorePlugin, ScorePlugin, Status)
+from minik.scheduler.framework import (ClusterView, Code, CycleState, FilterPlugin, NodeInfo, NodeList,
+                                       NormalizePlugin, PodInfo, PreFilterExtensions, PreFilterPlugin,
+                                       PreScorePlugin, ScorePlugin, Status, VectorFilterPlugin, VectorScorePlugin)
 from minik.scheduler.plugins.registry import Profile
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from minik.scheduler.arrays import Ints, Mask
+else:
+    from minik.scheduler.arrays import np
 
 NO_NODES_MESSAGE = "no nodes available to schedule pods"
 MIN_FEASIBLE_NODES_TO_FIND = 100
@@ -39,6 +46,8 @@ class Diagnosis:
 
     num_all_nodes: int
     statuses: dict[str, Status] = field(default_factory=dict)
+    evaluated: int = 0
+    """How many nodes the filters were run on."""
     pre_filter: Status | None = None
     post_filter_message: str = ""
 
@@ -113,8 +122,8 @@ class Algorithm:
         self.scores = [(p, profile.weights.get(p.name, 1)) for p in plugins if isinstance(p, ScorePlugin)]
         self.scores = [(p, w) for p, w in self.scores if w > 0]
         # resolved once: runtime protocol checks are far too slow for every cycle
-        self._batch_filters = {p.name for p in self.filters if isinstance(p, BatchFilterPlugin)}
-        self._batch_scores = {p.name for p in plugins if isinstance(p, BatchScorePlugin)}
+        self._vector_filters = {p.name for p in self.filters if isinstance(p, VectorFilterPlugin)}
+        self._vector_scores = {p.name for p in plugins if isinstance(p, VectorScorePlugin)}
         self._normalizers = {p.name for p in plugins if isinstance(p, NormalizePlugin)}
         self._extensions = [p for p in self.pre_filters if isinstance(p, PreFilterExtensions)]
         self.percentage = percentage_of_nodes_to_score
@@ -127,6 +136,7 @@ class Algorithm:
     # -- filtering -----------------------------------------------------------------------------------------------
     def run_pre_filters(self, state: CycleState, pod: PodInfo) -> Status | None:
         """None when every pre-filter passed (or skipped); else the failure that rules out every node."""
+        state.active_filters = None
         for plugin in self.pre_filters:
             status = plugin.pre_filter(state, pod)
             if status.code == Code.SKIP:
@@ -136,7 +146,10 @@ class Algorithm:
         return None
 
     def active_filters(self, state: CycleState) -> list[tuple[str, Any]]:
-        return [(p.name, p.filter) for p in self.filters if p.name not in state.skip_filters]
+        """The filters the pre-filters did not skip (once per cycle: preemption runs them for every node)."""
+        if state.active_filters is None:
+            state.active_filters = [(p.name, p.filter) for p in self.filters if p.name not in state.skip_filters]
+        return state.active_filters
 
     def run_filters(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         for name, run in self.active_filters(state):
@@ -182,88 +195,107 @@ class Algorithm:
         return self.run_filters(trial[0], pod, trial[1])
 
     def find_feasible(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
-                      diagnosis: Diagnosis) -> list[NodeInfo]:
-        """Filter nodes in order from the rotating start until enough are feasible. Nodes go through in chunks of
-        as many as are still wanted, each filter checking a whole chunk at once; so exactly the nodes a
-        node-by-node loop would visit are visited."""
+                      diagnosis: Diagnosis) -> tuple[list[NodeInfo], Ints]:
+        """The first feasible nodes in order from the rotating start, until enough are found, and their rows.
+
+        Filters that work on columns (``filter_mask``) check every node at once; the others then check the
+        surviving nodes in that order, in chunks of as many as are still wanted, so exactly the nodes a
+        node-by-node loop would reach are visited. When no node fits, every node's status goes in the
+        diagnosis (the message and preemption need them)."""
         total = len(nodes)
         want = num_feasible_nodes_to_find(total, self.percentage)
-        filters = [p for p in self.filters if p.name not in state.skip_filters]
-        feasible: list[NodeInfo] = []
-        statuses = diagnosis.statuses
-        start = self.next_start_node_index % total if total else 0
-        order = _rotated(nodes, start)
-        processed = 0
-        nominations = state.nodes.nominated_nodes()
-        while processed < total and len(feasible) < want:
-            chunk = order[processed:processed + want - len(feasible)]
-            processed += len(chunk)
-            for plugin in filters:
-                if plugin.name in self._batch_filters:
-                    passed = plugin.filter_nodes(state, pod, chunk)  # type: ignore[attr-defined]
-                    if len(passed) != len(chunk):
-                        kept = set(map(id, passed))
-                        for node in chunk:
-                            if id(node) not in kept:
-                                statuses[node.name] = plugin.filter(state, pod, node).with_plugin(plugin.name)
-                    chunk = passed
-                else:
-                    passed = []
-                    for node in chunk:
-                        status = plugin.filter(state, pod, node)
-                        if status.code:
-                            statuses[node.name] = status.with_plugin(plugin.name)
-                        else:
-                            passed.append(node)
-                    chunk = passed
-                if not chunk:
-                    break
-            if not nominations:
-                feasible.extend(chunk)
+        arrays = state.nodes.arrays()
+        mask: Mask | None = None
+        per_node = []
+        for plugin in self.filters:
+            if plugin.name in state.skip_filters:
                 continue
-            for node in chunk:
-                if node.name in nominations:
-                    trial = self.with_nominated(state, pod, node, state.nodes.nominated(node.name))
-                    status = self.run_filters(trial[0], pod, trial[1]) if trial is not None else Status()
-                    if not status.ok:
-                        statuses[node.name] = status
-                        continue
-                feasible.append(node)
-        if total:
-            self.next_start_node_index = (start + processed) % total
-        return feasible
+            found = None
+            if plugin.name in self._vector_filters:
+                found = plugin.filter_mask(state, pod, arrays)  # type: ignore[attr-defined]
+            if found is None:
+                per_node.append(plugin)
+            else:
+                mask = found if mask is None else mask & found
+        start = self.next_start_node_index % total
+        rows: Ints = np.flatnonzero(mask) if mask is not None else np.arange(total, dtype=np.int64)
+        cut = int(np.searchsorted(rows, start))
+        if cut:
+            rows = np.concatenate((rows[cut:], rows[:cut]))
+        nominations = state.nodes.nominated_nodes()
+        if not per_node and not nominations:
+            rows = rows[:want]
+            feasible = arrays.nodes_at(rows)
+        else:
+            feasible, kept = [], []
+            order = rows.tolist()
+            position = 0
+            while position < len(order) and len(feasible) < want:
+                chunk = [nodes[i] for i in order[position:position + want - len(feasible)]]
+                position += len(chunk)
+                for plugin in per_node:
+                    run = plugin.filter
+                    chunk = [n for n in chunk if not run(state, pod, n).code]
+                    if not chunk:
+                        break
+                for node in chunk:
+                    if node.name in nominations:
+                        trial = self.with_nominated(state, pod, node, state.nodes.nominated(node.name))
+                        if trial is not None and not self.run_filters(trial[0], pod, trial[1]).ok:
+                            continue
+                    feasible.append(node)
+                    kept.append(node.row)
+            rows = np.asarray(kept, dtype=np.int64)
+        if len(feasible) >= want:
+            processed = (int(rows[-1]) - start) % total + 1
+        else:
+            processed = total
+        self.next_start_node_index = (start + processed) % total
+        diagnosis.evaluated = processed
+        if not feasible:
+            for node in nodes:
+                status = self.run_filters_with_nominated(state, pod, node)
+                if not status.ok:
+                    diagnosis.statuses[node.name] = status
+        return feasible, rows
 
     # -- scoring -------------------------------------------------------------------------------------------------
-    def score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
-              breakdown: dict[str, list[int]] | None = None) -> list[int]:
-        """The weighted total of every score plugin for each node (in ``nodes`` order)."""
-        for plugin in self.pre_scores:
-            if plugin.pre_score(state, pod, nodes).code == Code.SKIP:
-                state.skip_scores.add(plugin.name)
-        totals = [0] * len(nodes)
+    def score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], rows: Ints | None = None,
+              breakdown: dict[str, list[int]] | None = None) -> Ints:
+        """The weighted total of every score plugin for each node (in ``nodes`` order). With ``rows`` (the
+        nodes' rows in the cycle's columns) plugins that can score columns do (``score_array``)."""
+        for pre in self.pre_scores:
+            if pre.pre_score(state, pod, nodes).code == Code.SKIP:
+                state.skip_scores.add(pre.name)
+        arrays = state.nodes.arrays() if rows is not None else None
+        totals: Ints = np.zeros(len(nodes), dtype=np.int64)
         for plugin, weight in self.scores:
-            if plugin.name in state.skip_scores:
+            name = plugin.name
+            if name in state.skip_scores:
                 continue
-            if plugin.name in self._batch_scores:
-                scores = plugin.score_nodes(state, pod, nodes)  # type: ignore[attr-defined]
+            if arrays is not None and rows is not None and name in self._vector_scores:
+                scores: Ints = plugin.score_array(state, pod, arrays, rows)  # type: ignore[attr-defined]
+                if name in self._normalizers:
+                    listed = scores.tolist()
+                    plugin.normalize(state, pod, nodes, listed)  # type: ignore[attr-defined]
+                    scores = np.asarray(listed, dtype=np.int64)
             else:
                 run = plugin.score
-                scores = [run(state, pod, node) for node in nodes]
-            if plugin.name in self._normalizers:
-                plugin.normalize(state, pod, nodes, scores)  # type: ignore[attr-defined]
+                listed = [run(state, pod, node) for node in nodes]
+                if name in self._normalizers:
+                    plugin.normalize(state, pod, nodes, listed)  # type: ignore[attr-defined]
+                scores = np.asarray(listed, dtype=np.int64)
+            if weight != 1:
+                scores = scores * weight
             if breakdown is not None:
-                breakdown[plugin.name] = [s * weight for s in scores]
-            if weight == 1:
-                totals = [t + s for t, s in zip(totals, scores)]
-            else:
-                totals = [t + s * weight for t, s in zip(totals, scores)]
+                breakdown[name] = scores.tolist()
+            totals += scores
         return totals
 
-    def select(self, nodes: list[NodeInfo], totals: list[int]) -> NodeInfo:
-        """The best node; ties broken uniformly at random (reservoir sampling, as kube-scheduler's selectHost)."""
-        best = max(totals)
-        ties = [i for i, t in enumerate(totals) if t == best]
-        return nodes[ties[0] if len(ties) == 1 else self.rng.choice(ties)]
+    def select(self, nodes: list[NodeInfo], totals: Ints) -> NodeInfo:
+        """The best node; ties broken uniformly at random (as kube-scheduler's selectHost)."""
+        ties = np.flatnonzero(totals == totals.max())
+        return nodes[int(ties[0]) if len(ties) == 1 else int(ties[self.rng.randrange(len(ties))])]
 
     # -- one decision --------------------------------------------------------------------------------------------
     def schedule(self, pod: PodInfo, node_list: NodeList, nominated_node: str | None = None) -> ScheduleResult:
@@ -284,14 +316,14 @@ class Algorithm:
             if nominated_node or pod.nominated_node else None
         if nominated is not None and self.run_filters_with_nominated(state, pod, nominated).ok:
             return ScheduleResult(nominated.name, 1, 1)
-        feasible = self.find_feasible(state, pod, nodes, diagnosis)
+        feasible, rows = self.find_feasible(state, pod, nodes, diagnosis)
         if not feasible:
             raise FitError(pod, diagnosis)
         if len(feasible) == 1:
-            return ScheduleResult(feasible[0].name, len(diagnosis.statuses) + 1, 1)
-        totals = self.score(state, pod, feasible)
+            return ScheduleResult(feasible[0].name, diagnosis.evaluated, 1)
+        totals = self.score(state, pod, feasible, rows)
         chosen = self.select(feasible, totals)
-        return ScheduleResult(chosen.name, len(diagnosis.statuses) + len(feasible), len(feasible))
+        return ScheduleResult(chosen.name, diagnosis.evaluated, len(feasible))
 
     def explain(self, pod: PodInfo, node_list: NodeList) -> Explanation:
         """Every node's verdict (no sampling): the first filter that rejects it, or its scores."""
@@ -313,7 +345,7 @@ class Algorithm:
         chosen: str | None = None
         if feasible:
             breakdown: dict[str, list[int]] = {}
-            totals = self.score(state, pod, feasible, breakdown)
+            totals = self.score(state, pod, feasible, breakdown=breakdown).tolist()
             by_name = {e.node: e for e in explained}
             for i, node in enumerate(feasible):
                 entry = by_name[node.name]
@@ -325,7 +357,3 @@ class Algorithm:
         else:
             message = diagnosis.message()
         return Explanation(pod.key, explained, chosen, message)
-
-
-def _rotated(nodes: list[NodeInfo], start: int) -> list[NodeInfo]:
-    return nodes[start:] + nodes[:start] if start else nodes

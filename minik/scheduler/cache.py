@@ -11,19 +11,30 @@ the pending pods preemption nominated to each node (so that other pods leave the
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 
+from minik.scheduler.arrays import NodeArrays
 from minik.scheduler.framework import NodeInfo, PodInfo
+from minik.scheduler.terms import AffinityTerm
+
+Pair = tuple[str, str]
+
+
+def _labels(info: NodeInfo) -> Mapping[str, str]:
+    """The labels pods are counted under: none while the node object is missing."""
+    return info.labels if info.node else {}
 
 
 class Cache:
     def __init__(self) -> None:
         self._infos: dict[str, NodeInfo] = {}
         self._listed: list[NodeInfo] | None = None
+        self._arrays: NodeArrays | None = None
         self._pod_nodes: dict[str, str] = {}
         self.assumed: set[str] = set()
         self._affinity: dict[str, NodeInfo] = {}
         self._anti_affinity: dict[str, NodeInfo] = {}
+        self._anti_terms: dict[AffinityTerm, dict[Pair, int]] = {}
         self._nominated: dict[str, dict[str, PodInfo]] = {}
         self._nominated_node: dict[str, str] = {}
 
@@ -32,7 +43,16 @@ class Cache:
         """The nodes that exist, in a stable order (by name); shared, read-only."""
         if self._listed is None:
             self._listed = sorted((i for i in self._infos.values() if i.node), key=lambda i: i.name)
+            if self._arrays is not None:
+                self._arrays.detach(list(self._infos.values()))
+                self._arrays = None
         return self._listed
+
+    def arrays(self) -> NodeArrays:
+        listed = self.all()
+        if self._arrays is None:
+            self._arrays = NodeArrays(listed)
+        return self._arrays
 
     def get(self, name: str) -> NodeInfo | None:
         info = self._infos.get(name)
@@ -46,6 +66,9 @@ class Cache:
 
     def with_required_anti_affinity_pods(self) -> list[NodeInfo]:
         return [i for i in self._anti_affinity.values() if i.node]
+
+    def anti_affinity_terms(self) -> Mapping[AffinityTerm, Mapping[Pair, int]]:
+        return self._anti_terms
 
     def nominated(self, node: str) -> list[PodInfo]:
         pods = self._nominated.get(node)
@@ -82,7 +105,9 @@ class Cache:
         else:
             if not info.node:
                 self._listed = None
+            before = _labels(info)
             info.set_node(node)
+            self._relabel(info, before)
         return info
 
     def remove_node(self, name: str) -> None:
@@ -90,10 +115,36 @@ class Cache:
         if info is None:
             return
         if info.pods:
+            before = _labels(info)
             info.node = {}  # keep the pods' accounting until they are deleted too
+            self._relabel(info, before)
         else:
             del self._infos[name]
         self._listed = None
+
+    # -- the index of required anti-affinity terms -------------------------------------------------------------------
+    def _index_anti(self, pod: PodInfo, labels: Mapping[str, str], delta: int) -> None:
+        for term in pod.required_anti_affinity:
+            value = labels.get(term.topology_key)
+            if value is None:
+                continue
+            pairs = self._anti_terms.setdefault(term, {})
+            pair = (term.topology_key, value)
+            left = pairs.get(pair, 0) + delta
+            if left:
+                pairs[pair] = left
+            else:
+                pairs.pop(pair, None)
+                if not pairs:
+                    del self._anti_terms[term]
+
+    def _relabel(self, info: NodeInfo, before: Mapping[str, str]) -> None:
+        """The node's labels changed (or it came or went): its pods' terms count in other domains now."""
+        after = _labels(info)
+        if after != before:
+            for pod in info.pods_with_required_anti_affinity.values():
+                self._index_anti(pod, before, -1)
+                self._index_anti(pod, after, 1)
 
     # -- pods -----------------------------------------------------------------------------------------------------
     def node_of(self, key: str) -> str | None:
@@ -111,6 +162,7 @@ class Cache:
         self._pod_nodes[pod.key] = node_name
         if pod.has_affinity_terms:
             self._track_affinity(info)
+            self._index_anti(pod, _labels(info), 1)
 
     def assume(self, pod: PodInfo, node_name: str) -> None:
         """Count the pod on the node at once (the scheduling cycle's decision), before the bind is written."""
@@ -142,6 +194,7 @@ class Cache:
         removed = info.remove_pod(key)
         if removed is not None and removed.has_affinity_terms:
             self._track_affinity(info)
+            self._index_anti(removed, _labels(info), -1)
         if not info.node and not info.pods:
             del self._infos[node_name]
         return removed

@@ -10,13 +10,16 @@ Plugins see pods and nodes as ``PodInfo`` and ``NodeInfo`` (``minik.scheduler.in
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from minik.scheduler.arrays import NodeArrays
 from minik.scheduler.infos import (DEFAULT_SCHEDULER_NAME, HostPort, NodeInfo, NodeList, PodInfo, StaticNodes)
+
+if TYPE_CHECKING:
+    from minik.scheduler.arrays import Ints, Mask
 
 Obj = dict[str, Any]
 
@@ -93,10 +96,13 @@ class CycleState(dict[str, Any]):
         self.cluster: ClusterView = cluster if cluster is not None else EMPTY_CLUSTER
         self.skip_filters: set[str] = set()
         self.skip_scores: set[str] = set()
+        self.active_filters: list[tuple[str, Any]] | None = None
+        """The filters not skipped, as (name, filter): worked out once the pre-filters ran (Algorithm)."""
 
     def clone(self) -> "CycleState":
         other = CycleState(self.nodes, self.cluster)
         other.skip_filters = set(self.skip_filters)
+        other.active_filters = self.active_filters
         other.skip_scores = set(self.skip_scores)
         for name, value in self.items():
             clone = getattr(value, "clone", None)
@@ -132,11 +138,12 @@ class FilterPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
-class BatchFilterPlugin(FilterPlugin, Protocol):
-    """A filter that can also check many nodes in one call (Python's per-call cost is most of a simple
-    filter's); ``filter_nodes`` must keep exactly the nodes for which ``filter`` succeeds, in order."""
+class VectorFilterPlugin(FilterPlugin, Protocol):
+    """A filter that can also check every node at once on the cycle's columns (``minik.scheduler.arrays``):
+    ``filter_mask`` is True exactly where ``filter`` succeeds, or None when it cannot say for this pod (then
+    ``filter`` runs node by node)."""
 
-    def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> list[NodeInfo]: ...
+    def filter_mask(self, state: CycleState, pod: PodInfo, arrays: NodeArrays) -> Mask | None: ...
 
 
 @runtime_checkable
@@ -160,10 +167,11 @@ class ScorePlugin(Plugin, Protocol):
 
 
 @runtime_checkable
-class BatchScorePlugin(ScorePlugin, Protocol):
-    """A score plugin that scores many nodes in one call; ``score_nodes`` equals ``score`` node by node."""
+class VectorScorePlugin(ScorePlugin, Protocol):
+    """A score plugin that scores the nodes at ``rows`` of the cycle's columns at once; equal to ``score`` node
+    by node."""
 
-    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> list[int]: ...
+    def score_array(self, state: CycleState, pod: PodInfo, arrays: NodeArrays, rows: Ints) -> Ints: ...
 
 
 @runtime_checkable
@@ -185,10 +193,3 @@ def default_normalize(scores: list[int], reverse: bool = False) -> None:
         value = MAX_NODE_SCORE * value // highest
         scores[i] = MAX_NODE_SCORE - value if reverse else value
 
-
-def now_seconds() -> float:
-    return time.monotonic()
-
-
-def node_names(nodes: Iterable[NodeInfo]) -> list[str]:
-    return [n.name for n in nodes]

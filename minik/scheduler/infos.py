@@ -10,12 +10,35 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from minik.api.selectors import EQUALS, IN, LabelSelector
+from minik.scheduler.arrays import NodeArrays
 from minik.scheduler.resources import Resource, pod_requests
 from minik.scheduler.terms import AffinityTerm, compile_preferred, compile_required
 
 Obj = dict[str, Any]
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
+
+
+def one_requirement(selector: LabelSelector) -> tuple[str, tuple[str, ...]] | None:
+    """(key, values) when the selector is one ``key in (values)`` or ``key=value`` requirement."""
+    requirements = selector.requirements
+    if len(requirements) == 1 and requirements[0].operator in (EQUALS, IN):
+        return requirements[0].key, requirements[0].values
+    return None
+
+
+LabelKey = tuple[str, str, str]  # (namespace, label key, label value), as NodeInfo.label_counts counts pods
+
+
+def label_keys(selector: LabelSelector, namespaces: Collection[str]) -> tuple[LabelKey, ...] | None:
+    """The ``label_counts`` entries whose sum counts the pods the selector selects in those namespaces, when it
+    is one ``key in (values)`` requirement (worked out once per cycle, then one lookup per node)."""
+    simple = one_requirement(selector)
+    if simple is None:
+        return None
+    key, values = simple
+    return tuple((ns, key, v) for ns in namespaces for v in values)
 
 
 # -- pods --------------------------------------------------------------------------------------------------------
@@ -91,6 +114,11 @@ class PodInfo:
         self.nominated_node: str = status.get("nominatedNodeName") or ""
 
     @property
+    def has_scoring_terms(self) -> bool:
+        """Terms by which this pod, running, scores the nodes for other pods (InterPodAffinity's pre-score)."""
+        return bool(self.required_affinity or self.preferred_affinity or self.preferred_anti_affinity)
+
+    @property
     def has_affinity_terms(self) -> bool:
         return bool(self.required_affinity or self.required_anti_affinity or self.preferred_affinity or
                     self.preferred_anti_affinity)
@@ -106,7 +134,8 @@ class NodeInfo:
     __slots__ = ("name", "node", "labels", "taints", "unschedulable", "allocatable", "requested",
                  "non_zero_cpu", "non_zero_memory", "pods", "used_ports", "pods_with_affinity",
                  "pods_with_required_anti_affinity", "generation", "has_hard_taints", "has_soft_taints",
-                 "free_milli_cpu", "free_memory", "free_pods", "alloc_milli_cpu", "alloc_memory")
+                 "free_milli_cpu", "free_memory", "free_pods", "alloc_milli_cpu", "alloc_memory", "arrays", "row",
+                 "label_counts", "deleting_pods", "scoring_affinity_pods")
 
     def __init__(self, node: Obj | None = None, name: str = "") -> None:
         self.name = name
@@ -124,10 +153,18 @@ class NodeInfo:
         self.used_ports: dict[HostPort, int] = {}
         self.pods_with_affinity: dict[str, PodInfo] = {}
         self.pods_with_required_anti_affinity: dict[str, PodInfo] = {}
+        self.label_counts: dict[tuple[str, str, str], int] = {}
+        """How many pods carry each (namespace, label key, value): counting pods by a one-requirement selector
+        (``app=web``, the common case) is then a few lookups instead of a look at every pod."""
+        self.deleting_pods = 0
+        self.scoring_affinity_pods = 0
+        """Pods with terms that score other pods (required affinity, preferred affinity or anti-affinity)."""
         self.generation = 0
         # flat copies of the hot numbers, so a cycle's per-node checks are plain attribute reads
         self.free_milli_cpu = self.free_memory = self.free_pods = 0
         self.alloc_milli_cpu = self.alloc_memory = 0
+        self.arrays: NodeArrays | None = None
+        self.row = -1
         if node is not None:
             self.set_node(node)
 
@@ -143,6 +180,8 @@ class NodeInfo:
         self.has_soft_taints = any(t.get("effect") == "PreferNoSchedule" for t in self.taints)
         self.unschedulable = bool(spec.get("unschedulable"))
         self.allocatable = Resource.from_list(status.get("allocatable") or status.get("capacity") or {})
+        if self.arrays is not None:
+            self.arrays.labels_changed()
         self._refresh()
 
     def _refresh(self) -> None:
@@ -153,6 +192,14 @@ class NodeInfo:
         self.free_memory = alloc.memory - used.memory
         self.free_pods = alloc.pods - used.pods
         self.generation += 1
+        if self.arrays is not None:
+            self.arrays.write(self.row, self)
+
+    def attach(self, arrays: "NodeArrays | None", row: int) -> None:
+        """Keep row ``row`` of ``arrays`` current from now on (None: stop)."""
+        self.arrays, self.row = arrays, row
+        if arrays is not None:
+            arrays.write(row, self)
 
     def add_pod(self, pod: PodInfo) -> None:
         self.pods[pod.key] = pod
@@ -164,8 +211,16 @@ class NodeInfo:
             self.used_ports[port] = self.used_ports.get(port, 0) + 1
         if pod.has_affinity_terms:
             self.pods_with_affinity[pod.key] = pod
+            if pod.has_scoring_terms:
+                self.scoring_affinity_pods += 1
         if pod.required_anti_affinity:
             self.pods_with_required_anti_affinity[pod.key] = pod
+        counts, namespace = self.label_counts, pod.namespace
+        for label in pod.labels.items():
+            key = (namespace, *label)
+            counts[key] = counts.get(key, 0) + 1
+        if pod.deleting:
+            self.deleting_pods += 1
         self._refresh()
 
     def remove_pod(self, key: str) -> PodInfo | None:
@@ -182,10 +237,45 @@ class NodeInfo:
                 self.used_ports[port] = left
             else:
                 self.used_ports.pop(port, None)
-        self.pods_with_affinity.pop(key, None)
+        if self.pods_with_affinity.pop(key, None) is not None and pod.has_scoring_terms:
+            self.scoring_affinity_pods -= 1
         self.pods_with_required_anti_affinity.pop(key, None)
+        counts, namespace = self.label_counts, pod.namespace
+        for label in pod.labels.items():
+            index = (namespace, *label)
+            left = counts[index] - 1
+            if left:
+                counts[index] = left
+            else:
+                del counts[index]
+        if pod.deleting:
+            self.deleting_pods -= 1
         self._refresh()
         return pod
+
+    def count_pods(self, selector: LabelSelector, namespaces: Collection[str], *,
+                   skip_deleting: bool = False) -> int:
+        """Pods on the node in one of ``namespaces`` that the selector selects (leaving out those being deleted,
+        when asked)."""
+        if not self.pods:
+            return 0
+        simple = one_requirement(selector)
+        if simple is not None and not (skip_deleting and self.deleting_pods):
+            key, values = simple
+            counts = self.label_counts
+            return sum(counts.get((ns, key, v), 0) for ns in namespaces for v in values)
+        return self._scan(selector, namespaces, skip_deleting)
+
+    def count_labelled(self, keys: tuple[LabelKey, ...]) -> int:
+        """Pods counted under ``keys`` (from ``label_keys``); those being deleted included."""
+        counts = self.label_counts
+        if len(keys) == 1:
+            return counts.get(keys[0], 0)
+        return sum(counts.get(k, 0) for k in keys)
+
+    def _scan(self, selector: LabelSelector, namespaces: Collection[str], skip_deleting: bool) -> int:
+        return sum(1 for p in self.pods.values() if p.namespace in namespaces and
+                   not (skip_deleting and p.deleting) and selector.matches(p.labels))
 
     def clone(self) -> "NodeInfo":
         """A copy whose pods can be added and removed without touching this one (preemption's what-ifs)."""
@@ -200,6 +290,9 @@ class NodeInfo:
         other.used_ports = dict(self.used_ports)
         other.pods_with_affinity = dict(self.pods_with_affinity)
         other.pods_with_required_anti_affinity = dict(self.pods_with_required_anti_affinity)
+        other.label_counts = dict(self.label_counts)
+        other.deleting_pods = self.deleting_pods
+        other.scoring_affinity_pods = self.scoring_affinity_pods
         other._refresh()
         return other
 
@@ -230,6 +323,15 @@ class NodeList(Protocol):
         """The nodes with nominated pods."""
         ...
 
+    def arrays(self) -> NodeArrays:
+        """The nodes' hot numbers as columns, rows in ``all()`` order."""
+        ...
+
+    def anti_affinity_terms(self) -> Mapping[AffinityTerm, Mapping[tuple[str, str], int]]:
+        """Every distinct required anti-affinity term of the running pods, with how many pods hold it in each
+        topology domain (key, value): new pods check each distinct term once, not each pod's."""
+        ...
+
 
 @dataclass
 class StaticNodes:
@@ -237,6 +339,7 @@ class StaticNodes:
 
     nodes: list[NodeInfo] = field(default_factory=list)
     nominations: dict[str, list[PodInfo]] = field(default_factory=dict)
+    _arrays: NodeArrays | None = None
 
     def all(self) -> list[NodeInfo]:
         return self.nodes
@@ -258,3 +361,20 @@ class StaticNodes:
 
     def nominated_nodes(self) -> Collection[str]:
         return self.nominations.keys()
+
+    def anti_affinity_terms(self) -> Mapping[AffinityTerm, Mapping[tuple[str, str], int]]:
+        index: dict[AffinityTerm, dict[tuple[str, str], int]] = {}
+        for node in self.nodes:
+            for pod in node.pods_with_required_anti_affinity.values():
+                for term in pod.required_anti_affinity:
+                    value = node.labels.get(term.topology_key)
+                    if value is not None:
+                        pairs = index.setdefault(term, {})
+                        pairs[(term.topology_key, value)] = pairs.get((term.topology_key, value), 0) + 1
+        return index
+
+    def arrays(self) -> NodeArrays:
+        if self._arrays is None or self._arrays.size != len(self.nodes) or \
+                any(n.arrays is not self._arrays for n in self.nodes):
+            self._arrays = NodeArrays(self.nodes)
+        return self._arrays

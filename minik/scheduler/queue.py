@@ -119,8 +119,9 @@ class SchedulingQueue:
             return
         self._push_active(QueuedPod(info, self._clock()))
 
-    def update(self, info: PodInfo) -> None:
-        """The pod changed: keep its place, but an unschedulable pod gets another try (it may fit now)."""
+    def update(self, info: PodInfo, retry: bool = True) -> None:
+        """The pod changed: keep its place, but an unschedulable pod gets another try (it may fit now) unless
+        ``retry`` is False (only its status changed: the scheduler's own writes, the nomination...)."""
         key = info.key
         if key in self._in_flight:
             self._in_flight[key].info = info
@@ -135,6 +136,9 @@ class SchedulingQueue:
                 else:
                     qp.info = info
                 return
+        if not retry and key in self._unschedulable:
+            self._unschedulable[key].info = info
+            return
         qp = self._unschedulable.pop(key, None)
         if qp is None:
             self.add(info)

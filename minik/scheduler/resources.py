@@ -116,15 +116,15 @@ def pod_requests(spec: Mapping[str, Any]) -> tuple[Resource, int, int]:
         non_zero_memory += quantity_value(memory) if memory is not None else DEFAULT_MEMORY_REQUEST
     sidecars = Resource()
     for container in spec.get("initContainers") or []:
-        requests = Resource.from_list(_container_requests(container))
+        init = Resource.from_list(_container_requests(container))
         if container.get("restartPolicy") == "Always":  # a sidecar runs beside the containers
-            sidecars.add(requests)
-            total.add(requests)
+            sidecars.add(init)
+            total.add(init)
             continue
-        requests.add(sidecars)
-        total.set_max(requests)
-        non_zero_cpu = max(non_zero_cpu, requests.milli_cpu)
-        non_zero_memory = max(non_zero_memory, requests.memory)
+        init.add(sidecars)
+        total.set_max(init)
+        non_zero_cpu = max(non_zero_cpu, init.milli_cpu)
+        non_zero_memory = max(non_zero_memory, init.memory)
     overhead = spec.get("overhead")
     if overhead:
         extra = Resource.from_list(overhead)

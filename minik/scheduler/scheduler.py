@@ -23,6 +23,7 @@ from minik.client import STRATEGIC_MERGE_PATCH, Client, TransportError
 from minik.events import NORMAL, WARNING, EventRecorder
 from minik.informers import Informer
 from minik.scheduler.algorithm import Algorithm, FitError
+from minik.scheduler.arrays import NUMPY
 from minik.scheduler.cache import Cache
 from minik.scheduler.framework import DEFAULT_SCHEDULER_NAME, PodInfo
 from minik.scheduler.objects import RESOURCES, ClusterObjects
@@ -32,6 +33,10 @@ from minik.scheduler.queue import (ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, ASSIGN
                                    NODE_UPDATE, QueuedPod, QueueSettings, SchedulingQueue)
 
 log = structlog.get_logger("minik.scheduler")
+
+#: how long the scheduler leaves numpy unimported after it starts, unless a pod comes first: inside `minik up` the
+#: rest of the cluster is still starting then, and importing numpy (about 130 ms of CPU) would delay it
+NUMPY_IMPORT_DELAY_SECONDS = 1.0
 
 Obj = dict[str, Any]
 
@@ -53,6 +58,11 @@ class SchedulerSettings:
 
     preemption: bool = True
     """Whether a pod no node fits may evict lower-priority pods."""
+
+    concurrent_binds: int = 16
+    """Binds in flight at once; the others wait their turn (their pods are assumed already). Over HTTP each bind
+    in flight holds a connection of its own: without a bound, a backlog of pending pods decided in a burst would
+    open one connection per pod."""
 
 
 def _reference(pod: Obj) -> Obj:
@@ -82,6 +92,7 @@ class Scheduler:
         self.others = [self._object_informer(resource) for resource in RESOURCES]
         self._loop: asyncio.Task[None] | None = None
         self._writes: set[asyncio.Task[None]] = set()
+        self._binds = asyncio.Semaphore(self.settings.concurrent_binds)
         self._log = log.bind(scheduler=self.name)
         self.scheduled = 0
         self.attempts = 0
@@ -164,7 +175,7 @@ class Scheduler:
             self._track_nomination(info)
             if queue is not None:
                 if self._responsible(info):
-                    queue.update(info)
+                    queue.update(info, retry=_changed_beyond_status(old, pod))
                 else:
                     queue.delete(info.key)
 
@@ -178,7 +189,7 @@ class Scheduler:
 
     def _track_nomination(self, info: PodInfo) -> None:
         """A pending pod's status.nominatedNodeName, as the cache's nominations (other pods leave it room)."""
-        if info.nominated_node and not info.deleting and not info.terminal:
+        if info.nominated_node and not info.deleting and not info.terminal and not self.cache.is_assumed(info.key):
             if self.cache.nominated_node_of(info.key) != info.nominated_node:
                 self.cache.nominate(info, info.nominated_node)
         else:
@@ -198,10 +209,25 @@ class Scheduler:
         self.cache.remove_node((node.get("metadata") or {}).get("name") or "")
 
     # -- the scheduling loop --------------------------------------------------------------------------------------
+    async def warm_up(self) -> None:
+        """Import numpy (the columns the hot filters and scores run on) in a thread, off the event loop."""
+        if not NUMPY.loaded:
+            await asyncio.to_thread(NUMPY.load)
+
     async def _run(self) -> None:
         assert self.queue is not None
+        first: QueuedPod | None = None
+        if not NUMPY.loaded:
+            try:
+                first = await asyncio.wait_for(self.queue.pop(), NUMPY_IMPORT_DELAY_SECONDS)
+            except TimeoutError:
+                pass
+            await self.warm_up()
         while True:
-            qp = await self.queue.pop()
+            if first is not None:
+                qp, first = first, None
+            else:
+                qp = await self.queue.pop()
             try:
                 self.schedule_one(qp)
             except Exception:  # noqa: BLE001 - a bug in one cycle must not stop scheduling
@@ -236,7 +262,8 @@ class Scheduler:
     async def _bind(self, qp: QueuedPod, node: str) -> None:
         info = qp.info
         try:
-            await self.client.bind(info.name, node, info.namespace, uid=info.uid or None)
+            async with self._binds:
+                await self.client.bind(info.name, node, info.namespace, uid=info.uid or None)
         except (StatusError, TransportError) as exc:
             self.cache.forget(info.key)
             message = getattr(exc, "message", str(exc))
@@ -285,6 +312,15 @@ class Scheduler:
                                            content_type=STRATEGIC_MERGE_PATCH)
         except (StatusError, TransportError) as exc:
             self._log.info("could not update the pod's status", pod=info.key, error=str(exc))
+
+
+def _changed_beyond_status(old: Obj, new: Obj) -> bool:
+    """Whether a pending pod changed in a way that may change where it fits (not just its status or
+    bookkeeping, as the scheduler's own status writes do)."""
+    if old.get("spec") != new.get("spec"):
+        return True
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    return any(old_meta.get(k) != new_meta.get(k) for k in ("labels", "annotations", "deletionTimestamp"))
 
 
 def _node_changed_for_scheduling(old: Obj, new: Obj) -> bool:

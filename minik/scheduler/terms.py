@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from minik.scheduler.framework import PodInfo
 
 Obj = dict[str, Any]
-_NOTHING = LabelSelector.nothing()
+NOTHING = LabelSelector.nothing()
+_NOTHING = NOTHING
 
 
 def _selector(value: Any) -> LabelSelector:

@@ -126,3 +126,16 @@ def test_running_pods_terms_that_select_the_pod_score_too() -> None:
     assert score_results(InterPodAffinity(), pod_info(labels={"app": "web"}), nodes) == \
         {"n1": 100, "n2": 98, "n3": 0}
     assert score_results(InterPodAffinity(), pod_info(labels={"app": "api"}), nodes) == {}
+
+
+def test_a_node_counts_only_the_running_pods_whose_terms_score_others() -> None:
+    guard = pod_object("guard", labels={"app": "db"}, affinity=affinity("podAntiAffinity", term(HOST, {"app": "web"})))
+    shy = pod_object("shy", labels={"app": "batch"},
+                     affinity=affinity("podAntiAffinity", {"weight": 50, "podAffinityTerm": term(ZONE, {"app": "web"})},
+                                       preferred=True))
+    node = node_info("n1", labels={ZONE: "a"}, running=[guard, shy])
+    assert node.scoring_affinity_pods == 1 and node.clone().scoring_affinity_pods == 1
+    node.remove_pod("default/shy")
+    assert node.scoring_affinity_pods == 0 and len(node.pods_with_affinity) == 1
+    # a required anti-affinity term filters, it never scores: nothing to score here
+    assert score_results(InterPodAffinity(), pod_info(labels={"app": "web"}), [node]) == {}

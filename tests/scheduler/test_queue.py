@@ -89,6 +89,8 @@ async def test_an_update_to_an_unschedulable_pod_gives_it_another_try() -> None:
     assert qp is not None
     queue.add_unschedulable(qp, {"NodeAffinity"})
     clock.now += 2
+    queue.update(pod_info("p"), retry=False)  # only its status changed (the scheduler's own write)
+    assert queue.counts()["unschedulable"] == 1
     queue.update(pod_info("p", nodeSelector={"disk": "ssd"}))
     popped = queue.pop_nowait()
     assert popped is not None and popped.info.node_selector == {"disk": "ssd"}

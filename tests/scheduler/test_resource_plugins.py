@@ -7,7 +7,7 @@ import pytest
 
 from minik.scheduler.plugins.balanced_allocation import BalancedAllocation
 from minik.scheduler.plugins.node_resources_fit import MOST_ALLOCATED, NodeResourcesFit
-from minik.scheduler.framework import CycleState, PodInfo, StaticNodes
+from minik.scheduler.framework import PodInfo
 
 from tests.scheduler.helpers import filter_results, node_info, pod_info, pod_object, score_results
 
@@ -52,16 +52,6 @@ def test_node_resources_fit_counts_every_resource_the_pod_requests(spec: dict, n
     assert result == (expected if expected == "ok" else f"UNSCHEDULABLE: {expected}")
 
 
-def test_the_batch_filter_keeps_exactly_the_nodes_the_filter_keeps() -> None:
-    nodes = [node_info(f"n{i}", cpu=str(i), memory=f"{i}Gi", running=[pod_object("r", cpu="500m")] * (i % 2))
-             for i in range(1, 9)]
-    plugin = NodeResourcesFit()
-    state = CycleState(StaticNodes(nodes))
-    for cpu, memory in (("1", "1Gi"), ("2500m", "500Mi"), ("100m", "7Gi"), ("9", "1Gi")):
-        pod = pod_info(cpu=cpu, memory=memory)
-        assert plugin.filter_nodes(state, pod, nodes) == [n for n in nodes if plugin.filter(state, pod, n).ok]
-
-
 def test_least_allocated_prefers_emptier_nodes_and_most_allocated_fuller_ones() -> None:
     nodes = [node_info("empty", cpu="4", memory="8Gi"),
              node_info("half", cpu="4", memory="8Gi", running=[pod_object("r", cpu="1", memory="2Gi")])]
@@ -87,5 +77,3 @@ def test_balanced_allocation_prefers_equal_cpu_and_memory_fractions(cpu: str, me
     nodes = [node_info("n", cpu="4", memory="8Gi")]
     pod = pod_info(cpu=cpu, memory=memory) if memory != "0" else pod_info(cpu=cpu)
     assert score_results(BalancedAllocation(), pod, nodes) == {"n": score}
-    state = CycleState(StaticNodes(nodes))
-    assert BalancedAllocation().score_nodes(state, pod, nodes) == [score]

@@ -3,7 +3,17 @@ standard deviation of the fractions, subtracted from 1), so that neither runs ou
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from minik.scheduler.arrays import NodeArrays
 from minik.scheduler.framework import MAX_NODE_SCORE, CycleState, NodeInfo, PodInfo
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from minik.scheduler.arrays import Ints
+else:
+    from minik.scheduler.arrays import np
 
 
 class BalancedAllocation:
@@ -17,11 +27,12 @@ class BalancedAllocation:
         # the standard deviation of two values is half their distance
         return int((1.0 - abs(cpu - memory) / 2) * MAX_NODE_SCORE)
 
-    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> list[int]:
-        c, m = pod.requests.milli_cpu, pod.requests.memory
-        # score() inlined (the hot loop of every cycle), fractions capped at 1
-        return [int((1.0 - abs((x if (x := (n.alloc_milli_cpu - n.free_milli_cpu + c) / n.alloc_milli_cpu) < 1.0
-                                else 1.0)
-                               - (y if (y := (n.alloc_memory - n.free_memory + m) / n.alloc_memory) < 1.0
-                                  else 1.0)) * 0.5) * MAX_NODE_SCORE)
-                if n.alloc_milli_cpu > 0 and n.alloc_memory > 0 else 0 for n in nodes]
+    def score_array(self, state: CycleState, pod: PodInfo, arrays: NodeArrays, rows: Ints) -> Ints:
+        alloc_cpu, alloc_memory = arrays.alloc_cpu[rows], arrays.alloc_memory[rows]
+        valid = (alloc_cpu > 0) & (alloc_memory > 0)
+        cpu = np.minimum((alloc_cpu - arrays.free_cpu[rows] + pod.requests.milli_cpu)
+                         / np.where(valid, alloc_cpu, 1), 1.0)
+        memory = np.minimum((alloc_memory - arrays.free_memory[rows] + pod.requests.memory)
+                            / np.where(valid, alloc_memory, 1), 1.0)
+        scores: Ints = np.where(valid, ((1.0 - np.abs(cpu - memory) / 2) * MAX_NODE_SCORE).astype(np.int64), 0)
+        return scores

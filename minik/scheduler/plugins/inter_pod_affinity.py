@@ -15,10 +15,20 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
+from minik.scheduler.arrays import NodeArrays
 from minik.scheduler.framework import (MAX_NODE_SCORE, SKIP, SUCCESS, CycleState, NodeInfo, PodInfo, Status,
                                        unresolvable, unschedulable)
-from minik.scheduler.terms import AffinityTerm
+from minik.scheduler.infos import label_keys
+from minik.scheduler.terms import NOTHING, AffinityTerm
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from minik.scheduler.arrays import Mask
+else:
+    from minik.scheduler.arrays import np
 
 ERR_AFFINITY = "node(s) didn't match pod affinity rules"
 ERR_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
@@ -63,6 +73,28 @@ def _update(counts: Counter[Pair], node: NodeInfo, key: str, delta: int) -> None
             del counts[pair]
 
 
+def _table(flags: list[bool]) -> Mask:
+    """A per-value lookup table for ``label_ids``: one more False entry for the nodes without the label."""
+    return np.array(flags + [False], dtype=np.bool_)
+
+
+def _count(state: CycleState, term: AffinityTerm, node: NodeInfo) -> int:
+    """The pods on the node the term selects."""
+    if term.namespace_selector == NOTHING:
+        return node.count_pods(term.selector, term.namespaces)
+    labels_of = state.cluster.namespace_labels
+    return sum(1 for p in node.pods.values() if term.matches(p, labels_of(p.namespace)))
+
+
+def _count_all(state: CycleState, terms: tuple[AffinityTerm, ...], node: NodeInfo) -> int:
+    """The pods on the node every one of the terms selects."""
+    if len(terms) == 1:
+        return _count(state, terms[0], node)
+    labels_of = state.cluster.namespace_labels
+    return sum(1 for p in node.pods.values()
+               if all(t.matches(p, labels_of(p.namespace)) for t in terms))
+
+
 class InterPodAffinity:
     name = "InterPodAffinity"
 
@@ -89,20 +121,32 @@ class InterPodAffinity:
 
     def pre_filter(self, state: CycleState, pod: PodInfo) -> Status:
         counts = _FilterState()
-        nodes = state.nodes
+        ns_labels = state.cluster.namespace_labels(pod.namespace)
+        # the running pods' anti-affinity: each distinct term once, with its counts per domain
+        for term, pairs in state.nodes.anti_affinity_terms().items():
+            if term.matches(pod, ns_labels):
+                counts.existing_anti.update(pairs)
         if pod.required_affinity or pod.required_anti_affinity:
-            for node in nodes.all():
-                for other in node.pods.values():
-                    self._count(state, counts, pod, other, node, 1)
-        else:
-            ns_labels = state.cluster.namespace_labels(pod.namespace)
-            for node in nodes.with_required_anti_affinity_pods():
-                for other in node.pods_with_required_anti_affinity.values():
-                    for term in other.required_anti_affinity:
-                        if term.matches(pod, ns_labels):
-                            _update(counts.existing_anti, node, term.topology_key, 1)
-            if not counts.existing_anti:
-                return SKIP
+            # a term with one label requirement is counted from each node's label counts
+            anti = [(term, label_keys(term.selector, term.namespaces) if term.namespace_selector == NOTHING
+                     else None) for term in pod.required_anti_affinity]
+            for node in state.nodes.all():
+                if not node.pods:
+                    continue
+                labels = node.labels
+                if pod.required_affinity:
+                    found = _count_all(state, pod.required_affinity, node)
+                    if found:
+                        for term in pod.required_affinity:
+                            _update(counts.affinity, node, term.topology_key, found)
+                for term, keys in anti:
+                    value = labels.get(term.topology_key)
+                    if value is not None:
+                        found = node.count_labelled(keys) if keys is not None else _count(state, term, node)
+                        if found:
+                            counts.anti[(term.topology_key, value)] += found
+        elif not counts.existing_anti:
+            return SKIP
         state[self.name] = counts
         return SUCCESS
 
@@ -141,6 +185,37 @@ class InterPodAffinity:
                     return unschedulable(ERR_EXISTING_ANTI_AFFINITY)
         return SUCCESS
 
+    def filter_mask(self, state: CycleState, pod: PodInfo, arrays: NodeArrays) -> Mask:
+        """``filter`` over every node at once, one topology domain at a time."""
+        counts: _FilterState = state[self.name]
+        mask: Mask = np.ones(arrays.size, dtype=np.bool_)
+        if pod.required_affinity:
+            has_keys = np.ones(arrays.size, dtype=np.bool_)
+            found = np.ones(arrays.size, dtype=np.bool_)
+            for term in pod.required_affinity:
+                ids, values = arrays.label_ids(term.topology_key)
+                has_keys &= ids >= 0
+                found &= _table([counts.affinity[(term.topology_key, v)] > 0 for v in values])[ids]
+            if counts.affinity or not _matches_all(pod.required_affinity, pod, state):
+                mask &= has_keys & found
+            else:
+                mask &= has_keys
+        if counts.anti:
+            for term in pod.required_anti_affinity:
+                ids, values = arrays.label_ids(term.topology_key)
+                key = term.topology_key
+                taken = {v for (k, v), n in counts.anti.items() if k == key and n > 0}
+                mask &= ~_table([v in taken for v in values])[ids]
+        if counts.existing_anti:
+            taken: dict[str, set[str]] = {}
+            for (key, value), n in counts.existing_anti.items():
+                if n > 0:
+                    taken.setdefault(key, set()).add(value)
+            for key, bad in taken.items():
+                ids, values = arrays.label_ids(key)
+                mask &= ~_table([v in bad for v in values])[ids]
+        return mask
+
     # -- scoring -----------------------------------------------------------------------------------------------
     def _score_pod(self, state: CycleState, scores: dict[Pair, int], pod: PodInfo, other: PodInfo,
                    node: NodeInfo) -> None:
@@ -178,10 +253,12 @@ class InterPodAffinity:
             for node in state.nodes.all():
                 for other in node.pods.values():
                     self._score_pod(state, scores, pod, other, node)
-        else:
+        else:  # only the running pods' required affinity and preferred terms can score
             for node in state.nodes.with_affinity_pods():
-                for other in node.pods_with_affinity.values():
-                    self._score_pod(state, scores, pod, other, node)
+                if node.scoring_affinity_pods:
+                    for other in node.pods_with_affinity.values():
+                        if other.has_scoring_terms:
+                            self._score_pod(state, scores, pod, other, node)
         by_key: dict[str, dict[str, int]] = {}
         for (key, value), score in scores.items():
             by_key.setdefault(key, {})[value] = score

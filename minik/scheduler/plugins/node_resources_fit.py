@@ -5,8 +5,18 @@ pods without requests still spread."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from minik.scheduler.arrays import NodeArrays
 from minik.scheduler.framework import (MAX_NODE_SCORE, SUCCESS, CycleState, NodeInfo, PodInfo, Status,
                                        unschedulable)
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from minik.scheduler.arrays import Ints, Mask
+else:
+    from minik.scheduler.arrays import np
 
 LEAST_ALLOCATED = "LeastAllocated"
 MOST_ALLOCATED = "MostAllocated"
@@ -41,18 +51,24 @@ class NodeResourcesFit:
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         want = pod.requests
         # the common case in three comparisons; the full list of reasons only when something is short
-        if node.free_pods > 0 and want.milli_cpu <= node.free_milli_cpu and want.memory <= node.free_memory and \
-                not want.ephemeral_storage and not want.scalar:
+        if node.free_pods > 0 and (not want.milli_cpu or want.milli_cpu <= node.free_milli_cpu) and \
+                (not want.memory or want.memory <= node.free_memory) and not want.ephemeral_storage and \
+                not want.scalar:
             return SUCCESS
         reasons = insufficient(pod, node)
         return unschedulable(*reasons) if reasons else SUCCESS
 
-    def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> list[NodeInfo]:
+    def filter_mask(self, state: CycleState, pod: PodInfo, arrays: NodeArrays) -> Mask | None:
         want = pod.requests
         if want.ephemeral_storage or want.scalar:
-            return [n for n in nodes if not insufficient(pod, n)]
-        cpu, memory = want.milli_cpu, want.memory
-        return [n for n in nodes if n.free_pods > 0 and cpu <= n.free_milli_cpu and memory <= n.free_memory]
+            return None  # the columns hold cpu, memory and pods only
+        mask: Mask = arrays.free_pods > 0
+        # as Kubernetes: a resource the pod does not request never rules a node out, even an overcommitted one
+        if want.milli_cpu:
+            mask &= arrays.free_cpu >= want.milli_cpu
+        if want.memory:
+            mask &= arrays.free_memory >= want.memory
+        return mask
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
         cpu = node.non_zero_cpu + pod.non_zero_cpu
@@ -61,14 +77,12 @@ class NodeResourcesFit:
             return (_least(cpu, node.alloc_milli_cpu) + _least(memory, node.alloc_memory)) // 2
         return (_most(cpu, node.alloc_milli_cpu) + _most(memory, node.alloc_memory)) // 2
 
-    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> list[int]:
-        if self.strategy != LEAST_ALLOCATED:
-            return [self.score(state, pod, n) for n in nodes]
-        c, m = pod.non_zero_cpu, pod.non_zero_memory
-        # _least inlined (the hot loop of every cycle): over capacity, or no capacity, scores 0
-        return [((((ac - n.non_zero_cpu - c) * 100 // ac) if (ac := n.alloc_milli_cpu) > n.non_zero_cpu + c else 0)
-                 + (((am - n.non_zero_memory - m) * 100 // am) if (am := n.alloc_memory) > n.non_zero_memory + m
-                    else 0)) // 2 for n in nodes]
+    def score_array(self, state: CycleState, pod: PodInfo, arrays: NodeArrays, rows: Ints) -> Ints:
+        cpu = _column_score(arrays.non_zero_cpu[rows] + pod.non_zero_cpu, arrays.alloc_cpu[rows], self.strategy)
+        memory = _column_score(arrays.non_zero_memory[rows] + pod.non_zero_memory, arrays.alloc_memory[rows],
+                               self.strategy)
+        scores: Ints = (cpu + memory) // 2
+        return scores
 
 
 def _least(requested: int, capacity: int) -> int:
@@ -81,3 +95,13 @@ def _most(requested: int, capacity: int) -> int:
     if capacity <= 0:
         return 0
     return min(requested, capacity) * MAX_NODE_SCORE // capacity
+
+
+def _column_score(requested: Ints, capacity: Ints, strategy: str) -> Ints:
+    """``_least`` or ``_most`` over columns."""
+    safe = np.where(capacity > 0, capacity, 1)
+    if strategy == LEAST_ALLOCATED:
+        scores = np.where((capacity > 0) & (requested <= capacity), (capacity - requested) * MAX_NODE_SCORE // safe, 0)
+    else:
+        scores = np.where(capacity > 0, np.minimum(requested, capacity) * MAX_NODE_SCORE // safe, 0)
+    return scores.astype(np.int64)

@@ -3,8 +3,18 @@ node.kubernetes.io/unschedulable:NoSchedule taint."""
 
 from __future__ import annotations
 
-from minik.scheduler.framework import SUCCESS, CycleState, NodeInfo, PodInfo, Status, unresolvable
+from typing import TYPE_CHECKING
+
 from minik.api.placement import tolerates
+from minik.scheduler.arrays import NodeArrays
+from minik.scheduler.framework import SUCCESS, CycleState, NodeInfo, PodInfo, Status, unresolvable
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from minik.scheduler.arrays import Mask
+else:
+    from minik.scheduler.arrays import np
 
 ERR_REASON = "node(s) were unschedulable"
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
@@ -20,7 +30,7 @@ class NodeUnschedulable:
             return SUCCESS
         return unresolvable(ERR_REASON)
 
-    def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> list[NodeInfo]:
+    def filter_mask(self, state: CycleState, pod: PodInfo, arrays: NodeArrays) -> Mask:
         if any(tolerates(t, UNSCHEDULABLE_TAINT) for t in pod.tolerations):
-            return nodes
-        return [n for n in nodes if not n.unschedulable]
+            return np.ones(arrays.size, dtype=np.bool_)
+        return arrays.unschedulable == 0

@@ -19,13 +19,22 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from minik.api.selectors import IN, LabelSelector, Requirement, selector_from_dict
+from minik.scheduler.arrays import NodeArrays
 from minik.scheduler.framework import (MAX_NODE_SCORE, SKIP, SUCCESS, CycleState, NodeInfo, PodInfo, Status,
                                        unresolvable, unschedulable)
+from minik.scheduler.infos import label_keys
 from minik.scheduler.plugins.node_affinity import pod_matches_node
 from minik.scheduler.plugins.taint_toleration import untolerated_hard_taint
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from minik.scheduler.arrays import Mask
+else:
+    from minik.scheduler.arrays import np
 
 ERR_CONSTRAINTS = "node(s) didn't match pod topology spread constraints"
 ERR_MISSING_LABEL = ERR_CONSTRAINTS + " (missing required label)"
@@ -92,11 +101,11 @@ def constraints_for(state: CycleState, pod: PodInfo, action: str) -> tuple[list[
 
 
 def count_matching(node: NodeInfo, selector: LabelSelector, namespace: str) -> int:
-    """Pods on the node in ``namespace`` that the selector selects, leaving out those being deleted."""
+    """Pods on the node in ``namespace`` that the selector selects, leaving out those being deleted (an empty
+    selector counts none, as Kubernetes')."""
     if selector.empty:
         return 0
-    return sum(1 for p in node.pods.values()
-               if p.namespace == namespace and not p.deleting and selector.matches(p.labels))
+    return node.count_pods(selector, (namespace,), skip_deleting=True)
 
 
 def _has_keys(node: NodeInfo, constraints: list[Constraint]) -> bool:
@@ -106,12 +115,14 @@ def _has_keys(node: NodeInfo, constraints: list[Constraint]) -> bool:
 
 class _FilterState:
     """Matching pods per domain (every domain of an eligible node, even with none), and per key the lowest
-    count and the number of domains (computed when first needed after a change)."""
+    count and the number of domains (computed when first needed after a change). ``checks`` pairs each
+    constraint with whether the pod counts itself (its labels match the selector)."""
 
-    __slots__ = ("constraints", "counts", "_lowest", "_domains")
+    __slots__ = ("constraints", "checks", "counts", "_lowest", "_domains")
 
-    def __init__(self, constraints: list[Constraint]) -> None:
+    def __init__(self, constraints: list[Constraint], pod: PodInfo) -> None:
         self.constraints = constraints
+        self.checks = [(c, 1 if c.selector.matches(pod.labels) else 0) for c in constraints]
         self.counts: dict[Pair, int] = {}
         self._lowest: dict[str, int] | None = None
         self._domains: dict[str, int] = {}
@@ -135,8 +146,10 @@ class _FilterState:
         self._lowest = None
 
     def clone(self) -> "_FilterState":
-        other = _FilterState(self.constraints)
+        other = _FilterState.__new__(_FilterState)
+        other.constraints, other.checks = self.constraints, self.checks
         other.counts = dict(self.counts)
+        other._lowest, other._domains = None, {}
         return other
 
 
@@ -158,14 +171,35 @@ class PodTopologySpread:
         constraints, _ = constraints_for(state, pod, DO_NOT_SCHEDULE)
         if not constraints:
             return SKIP
-        counts = _FilterState(constraints)
-        for node in state.nodes.all():
-            if not _has_keys(node, constraints):
+        counts = _FilterState(constraints, pod)
+        tally = counts.counts
+        arrays = state.nodes.arrays()
+        nodes = state.nodes.all()
+        columns = [arrays.label_ids(c.topology_key) for c in constraints]
+        eligible: Mask = np.ones(arrays.size, dtype=np.bool_)
+        for ids, _ in columns:
+            eligible &= ids >= 0
+        # the inclusion policies only matter when the pod restricts its nodes or honours taints
+        restricted = bool(pod.node_selector or pod.affinity.get("nodeAffinity"))
+        namespaces = (pod.namespace,)
+        for c, (ids, values) in zip(constraints, columns):
+            rows = np.flatnonzero(eligible).tolist()
+            if (c.honor_node_affinity and restricted) or c.honor_node_taints:
+                rows = [r for r in rows if c.includes(pod, nodes[r])]
+            key = c.topology_key
+            for index in set(ids[rows].tolist()):  # every eligible domain counts, even with no pod
+                tally[(key, values[index])] = 0
+            if c.selector.empty:
                 continue
-            for c in constraints:
-                if c.includes(pod, node):
-                    counts.add((c.topology_key, node.labels[c.topology_key]),
-                               count_matching(node, c.selector, pod.namespace))
+            keys = label_keys(c.selector, namespaces)
+            for r in rows:
+                node = nodes[r]
+                if node.pods:
+                    found = node.count_labelled(keys) if keys is not None and not node.deleting_pods else \
+                        node.count_pods(c.selector, namespaces, skip_deleting=True)
+                    if found:
+                        pair = (key, values[ids[r]])
+                        tally[pair] += found
         state[self.name] = counts
         return SUCCESS
 
@@ -186,16 +220,28 @@ class PodTopologySpread:
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         counts: _FilterState = state[self.name]
         labels = node.labels
-        for c in counts.constraints:
-            value = labels.get(c.topology_key)
+        tally = counts.counts
+        for c, self_match in counts.checks:
+            key = c.topology_key
+            value = labels.get(key)
             if value is None:
                 return unresolvable(ERR_MISSING_LABEL)
-            self_match = 1 if c.selector.matches(pod.labels) else 0
-            skew = counts.counts.get((c.topology_key, value), 0) + self_match - \
-                counts.minimum(c.topology_key, c.min_domains)
-            if skew > c.max_skew:
+            if tally.get((key, value), 0) + self_match - counts.minimum(key, c.min_domains) > c.max_skew:
                 return unschedulable(ERR_CONSTRAINTS)
         return SUCCESS
+
+    def filter_mask(self, state: CycleState, pod: PodInfo, arrays: NodeArrays) -> Mask:
+        """``filter`` over every node at once: each constraint's verdict is the same for a whole domain."""
+        counts: _FilterState = state[self.name]
+        tally = counts.counts
+        mask: Mask = np.ones(arrays.size, dtype=np.bool_)
+        for c, self_match in counts.checks:
+            key = c.topology_key
+            ids, values = arrays.label_ids(key)
+            highest = counts.minimum(key, c.min_domains) + c.max_skew - self_match
+            allowed = np.array([tally.get((key, v), 0) <= highest for v in values] + [False], dtype=np.bool_)
+            mask &= allowed[ids]
+        return mask
 
     # -- scoring -----------------------------------------------------------------------------------------------
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status:

@@ -4,11 +4,19 @@ with fewer untolerated PreferNoSchedule taints score higher."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from minik.api.placement import tolerates
+from minik.scheduler.arrays import NodeArrays
 from minik.scheduler.framework import (SKIP, SUCCESS, CycleState, NodeInfo, PodInfo, Status, default_normalize,
                                        unresolvable)
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from minik.scheduler.arrays import Mask
+else:
+    from minik.scheduler.arrays import np
 
 _HARD_EFFECTS = ("NoSchedule", "NoExecute")
 
@@ -35,11 +43,16 @@ class TaintToleration:
         taint = untolerated_hard_taint(pod, node)
         return SUCCESS if taint is None else unresolvable(untolerated_reason(taint))
 
-    def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> list[NodeInfo]:
-        return [n for n in nodes if not n.has_hard_taints or untolerated_hard_taint(pod, n) is None]
+    def filter_mask(self, state: CycleState, pod: PodInfo, arrays: NodeArrays) -> Mask:
+        mask: Mask = arrays.hard_taints == 0
+        if pod.tolerations:  # the tainted nodes (few, as a rule) one by one
+            nodes = state.nodes.all()
+            for row in np.flatnonzero(~mask).tolist():
+                mask[row] = untolerated_hard_taint(pod, nodes[row]) is None
+        return mask
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status:
-        if not any(n.has_soft_taints for n in nodes):
+        if not state.nodes.arrays().soft_taints.any() or not any(n.has_soft_taints for n in nodes):
             return SKIP
         state[self.name] = [t for t in pod.tolerations if (t.get("effect") or "PreferNoSchedule") == "PreferNoSchedule"]
         return SUCCESS
