@@ -12,12 +12,13 @@ import base64
 import binascii
 import os
 import ssl
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from minik.security.files import write_private
 
 Config = dict[str, Any]
 
@@ -45,16 +46,7 @@ def for_cluster(name: str, server: str, *, ca_data: bytes | None = None, token: 
 
 def write(path: Path, config: Config) -> None:
     """Write ``config`` to ``path`` atomically (a temporary file renamed over it), readable by the owner only."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            yaml.safe_dump(config, out, default_flow_style=False, sort_keys=False)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_private(path, yaml.safe_dump(config, default_flow_style=False, sort_keys=False).encode())
 
 
 def read(path: Path) -> Config:
