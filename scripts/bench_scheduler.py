@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import benchlib
 import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -235,8 +236,11 @@ def _uvloop_run(main: Any) -> Any:
     return uvloop.run(main)
 
 
-def report(label: str, result: dict[str, float]) -> None:
+def report(label: str, result: dict[str, float], rows: list[dict[str, Any]] | None = None) -> None:
     rate = result["pods_per_second"]
+    if rows is not None:
+        rows.append(benchlib.row(f"scheduler pods/s ({label})", rate, anchor="kube-scheduler CI floor (pods/s)",
+                                 anchor_value=ANCHOR, goal=">= 1,000 pods/s", met=rate >= 1000))
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"{label}: {int(result['bound']):,} pods bound in {result['seconds']:.2f} s -> {rate:,.0f} pods/s, "
           f"ratio to kube-scheduler's {ANCHOR:.0f}: {rate / ANCHOR:.2f} "
@@ -255,18 +259,25 @@ def main() -> None:
                         help="run the scheduler as its own process (minik scheduler --server URL)")
     parser.add_argument("--all", action="store_true", help="every shape in the issue, one after the other")
     parser.add_argument("--connections", type=int, default=CONNECTIONS, help="creates in flight")
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
     args = parser.parse_args()
     CONNECTIONS = args.connections
+    rows: list[dict[str, Any]] = []
+    results: dict[str, Any] = {}
     if not args.all:
-        report(f"{args.workload}, {args.nodes:,} nodes, {args.running:,} running, {args.pods:,} created"
-               + (", separate scheduler process" if args.separate_scheduler else ""),
-               run(args.nodes, args.running, args.pods, args.workload, args.separate_scheduler))
+        label = (f"{args.workload}, {args.nodes:,} nodes, {args.running:,} running, {args.pods:,} created"
+                 + (", separate scheduler process" if args.separate_scheduler else ""))
+        results[label] = run(args.nodes, args.running, args.pods, args.workload, args.separate_scheduler)
+        report(label, results[label], rows)
+        benchlib.write_json(args.json, rows, results)
         return
     shapes = [("basic", 5000, 1000, 10000), ("basic", 1000, 1000, 10000), ("affinity", 1000, 0, 2000),
               ("preemption", 500, 500, 500)]
     for workload, nodes, running, pods in shapes:
-        report(f"{workload}, {nodes:,} nodes, {running:,} running, {pods:,} created",
-               run(nodes, running, pods, workload, args.separate_scheduler))
+        label = f"{workload}, {nodes:,} nodes, {running:,} running, {pods:,} created"
+        results[label] = run(nodes, running, pods, workload, args.separate_scheduler)
+        report(label, results[label], rows)
+    benchlib.write_json(args.json, rows, results)
 
 
 if __name__ == "__main__":
