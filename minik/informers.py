@@ -7,7 +7,12 @@ past that version) relists from the current state, reporting what changed meanwh
 deletes. Errors are retried with exponential backoff, forever, until ``stop()``.
 
 Cached objects are shared, not copied: they are read-only. A handler or a controller that wants to change
-one must copy it first (``copy.deepcopy``) and write the copy through the API.
+one must copy it first (``copy.deepcopy``) and write the copy through the API. They are shared between the
+informers of a process too: every informer that holds the same version of an object (same uid and
+resourceVersion) holds one decoded copy of it, so the scheduler, the controllers and the kubelets of `minik up`
+keep one copy of each pod between them, not three. Cached objects leave out ``metadata.managedFields``, as
+kube-scheduler's and kube-controller-manager's informers do: no component reads them, and they are a third of a
+pod's memory (an update sent without them keeps the stored ones).
 """
 
 from __future__ import annotations
@@ -51,6 +56,58 @@ def _resource_version(obj: Obj) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
+class SharedObjects:
+    """One decoded copy of each object version for every informer of the process, counted by its holders.
+
+    An informer ``hold``s each object it caches (getting the copy already held, when another informer has the
+    same uid at the same resourceVersion) and ``release``s it when it drops it; the last release forgets it.
+    """
+
+    def __init__(self) -> None:
+        self._objects: dict[tuple[str, str], list[Any]] = {}  # (uid, resourceVersion) -> [object, holders]
+
+    @staticmethod
+    def _key(obj: Obj) -> tuple[str, str] | None:
+        meta = obj.get("metadata")
+        if not isinstance(meta, dict):
+            return None
+        uid, version = meta.get("uid"), meta.get("resourceVersion")
+        return (uid, version) if isinstance(uid, str) and uid and isinstance(version, str) and version else None
+
+    def hold(self, obj: Obj) -> Obj:
+        """The shared copy of ``obj`` (``obj`` itself when it is the first of its version), managedFields left out."""
+        meta = obj.get("metadata")
+        if isinstance(meta, dict):
+            meta.pop("managedFields", None)
+        key = self._key(obj)
+        if key is None:
+            return obj
+        entry = self._objects.get(key)
+        if entry is None:
+            self._objects[key] = [obj, 1]
+            return obj
+        entry[1] += 1
+        shared: Obj = entry[0]
+        return shared
+
+    def release(self, obj: Obj) -> None:
+        """One holder of ``obj``'s version is done with it."""
+        key = self._key(obj)
+        entry = self._objects.get(key) if key is not None else None
+        if entry is None or entry[0] is not obj:
+            return
+        entry[1] -= 1
+        if entry[1] <= 0:
+            del self._objects[key]  # type: ignore[arg-type]
+
+    def __len__(self) -> int:
+        return len(self._objects)
+
+
+#: the objects every informer of this process shares
+SHARED = SharedObjects()
+
+
 class Informer:
     """A cache of one resource (optionally one namespace and selectors), kept current by list + watch.
 
@@ -91,6 +148,7 @@ class Informer:
         self._task: asyncio.Task[None] | None = None
         self._resync_task: asyncio.Task[None] | None = None
         self._started = False
+        self._holding = True  # the cached objects are held in SHARED (until stop)
         self._log = log.bind(resource=self.resource.group_resource, namespace=namespace)
 
     # -- set-up ---------------------------------------------------------------------------------------------
@@ -121,6 +179,10 @@ class Informer:
         await stop_task(self._task)
         self._resync_task = self._task = None
         self._settled.set()
+        if self._holding:  # the cache stays readable; only the sharing ends
+            self._holding = False
+            for obj in self._cache.values():
+                SHARED.release(obj)
 
     async def __aenter__(self) -> "Informer":
         self.start()
@@ -196,9 +258,11 @@ class Informer:
     async def _relist(self) -> None:
         listing = await self.client.list_all(self.resource, self.namespace, label_selector=self.label_selector,
                                              field_selector=self.field_selector, page_size=self.page_size)
-        fresh = {object_key(obj): obj for obj in listing.get("items") or []}
+        fresh = {object_key(obj): SHARED.hold(obj) for obj in listing.get("items") or []}
         async with self._lock:
             old, self._cache = self._cache, fresh
+            for obj in old.values():
+                SHARED.release(obj)
             self._resource_version = str((listing.get("metadata") or {}).get("resourceVersion") or "")
             for key, obj in fresh.items():
                 previous = old.get(key)
@@ -236,15 +300,20 @@ class Informer:
         key = object_key(obj)
         async with self._lock:
             if kind in ("ADDED", "MODIFIED"):
+                obj = SHARED.hold(obj)
                 previous = self._cache.get(key)
                 self._cache[key] = obj
+                if previous is not None:
+                    SHARED.release(previous)
                 self._resource_version = version or self._resource_version
                 if previous is None:
                     await self._notify(self._on_add, obj)
                 else:
                     await self._notify(self._on_update, previous, obj)
             elif kind == "DELETED":
-                self._cache.pop(key, None)
+                previous = self._cache.pop(key, None)
+                if previous is not None:
+                    SHARED.release(previous)
                 self._resource_version = version or self._resource_version
                 await self._notify(self._on_delete, obj)
             else:

@@ -204,3 +204,32 @@ async def test_waiting_for_sync_fails_when_the_informer_stops_first(unused_tcp_p
         await informer.stop()
         with pytest.raises(RuntimeError):
             await waiting
+
+
+async def test_informers_of_one_process_share_one_copy_of_each_object_without_managed_fields(client: Client) -> None:
+    await client.create("configmaps", configmap("shared", "1"), "default")
+    first, second = Informer(client, "configmaps", "default"), Informer(client, "configmaps", "default")
+    async with first, second:
+        await first.wait_for_sync(timeout=5)
+        await second.wait_for_sync(timeout=5)
+        assert first.get("default/shared") is second.get("default/shared")
+        await client.patch("configmaps", "shared", {"data": {"v": "2"}}, "default")
+        await eventually(lambda: all((i.get("default/shared") or {}).get("data", {}).get("v") == "2"
+                                     for i in (first, second)))
+        cached = first.get("default/shared")
+        assert cached is second.get("default/shared")
+        assert cached is not None and "managedFields" not in cached["metadata"]
+    assert first.get("default/shared") is cached  # a stopped informer's cache stays readable
+
+
+async def test_an_update_from_a_cached_object_keeps_the_stored_managed_fields(client: Client) -> None:
+    await client.create("configmaps", configmap("kept", "1"), "default")
+    before = (await client.get("configmaps", "kept", "default"))["metadata"].get("managedFields") or []
+    async with Informer(client, "configmaps", "default") as informer:
+        await informer.wait_for_sync(timeout=5)
+        copy = {**informer.get("default/kept"), "data": {"v": "2"}}  # type: ignore[dict-item]
+        await client.update("configmaps", copy, "default")
+    stored = await client.get("configmaps", "kept", "default")
+    assert stored["data"] == {"v": "2"}
+    after = stored["metadata"].get("managedFields") or []
+    assert {e["manager"] for e in after} == {e["manager"] for e in before}  # kept (empty in-process: no agent)
