@@ -53,6 +53,7 @@ CONNECTIONS = 32
 CHURN_RATE = 1000.0
 GET_RATE = 50.0
 PAGE = 500
+REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=30)
 COMPACTION_WINDOW = 300.0  # the store's default (StoreSettings.compaction_window_seconds)
 Obj = dict[str, Any]
 
@@ -283,25 +284,31 @@ async def churn(session: aiohttp.ClientSession, data: Path, pods: int, seconds: 
         began = time.perf_counter()
         try:
             async with session.patch(f"/api/v1/namespaces/{namespace}/pods/{name}/status", data=orjson.dumps(patch),
-                                     headers=headers) as r:
+                                     headers=headers, timeout=REQUEST_TIMEOUT) as r:
                 await r.read()
                 if r.status != 200:
-                    failures.append(f"{r.status}")
+                    failures.append(f"PATCH {r.status}")
                     return
             write_ms.append((time.perf_counter() - began) * 1000)
-        except aiohttp.ClientError as exc:
-            failures.append(repr(exc))
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            failures.append(f"PATCH {exc!r}")
         finally:
             in_flight.release()
 
     async def get() -> None:
         namespace, name = random.choice(names)
         began = time.perf_counter()
-        async with session.get(f"/api/v1/namespaces/{namespace}/pods/{name}") as r:
-            await r.read()
-            if r.status == 200:
-                get_ms.append((time.perf_counter() - began) * 1000)
-        in_flight.release()
+        try:
+            async with session.get(f"/api/v1/namespaces/{namespace}/pods/{name}", timeout=REQUEST_TIMEOUT) as r:
+                await r.read()
+                if r.status != 200:
+                    failures.append(f"GET {r.status}")
+                    return
+            get_ms.append((time.perf_counter() - began) * 1000)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            failures.append(f"GET {exc!r}")
+        finally:
+            in_flight.release()
 
     async def paced(rate: float, work: Any) -> int:
         began = time.perf_counter()
@@ -321,6 +328,9 @@ async def churn(session: aiohttp.ClientSession, data: Path, pods: int, seconds: 
         began = time.perf_counter()
         while time.perf_counter() - began < seconds:
             sizes.append({"t": round(time.perf_counter() - began, 1), **db_size_mb(data)})
+            if len(sizes) % 5 == 0:
+                print(f"  ... churn {sizes[-1]['t']:.0f} s: {len(write_ms):,} writes, {len(get_ms):,} gets done, "
+                      f"{len(failures)} failures, {len(tasks)} in flight; db {sizes[-1]}", flush=True)
             await asyncio.sleep(max(1.0, seconds / 20))
 
     before = db_size_mb(data)
