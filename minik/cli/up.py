@@ -20,8 +20,9 @@ from typing import Any
 
 import click
 
-from minik import kubeconfig
+from minik import gcpolicy, kubeconfig
 from minik import log as logging_setup
+from minik.aio import start_task, stop_task
 from minik.cli.common import CliError, default_data_dir, fail
 from minik.cli.instance import AlreadyRunning, Instance, RunState
 from minik.cli.output import align, human_duration, parse_time
@@ -138,7 +139,11 @@ async def _serve(settings: ClusterSettings, instance: Instance, update_kubeconfi
         click.echo(_ready_line(cluster.started_seconds, cluster.url, path), nl=True)
         click.echo(_join_line(_join_url(settings.bind, cluster.url), settings.data_dir))
         sys.stdout.flush()
-        await stop.wait()
+        freezer = start_task(gcpolicy.freeze_survivors(), "freeze survivors")
+        try:
+            await stop.wait()
+        finally:
+            await stop_task(freezer)
     finally:
         click.echo("minik: shutting down")
         instance.state_path.unlink(missing_ok=True)
