@@ -10,6 +10,8 @@ transaction, and only then updates the state, notifies watchers in revision orde
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import time
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable
@@ -244,23 +246,51 @@ class Store:
 
     async def _list_at(self, prefix: str, revision: int, after: str | None, limit: int,
                        predicate: Predicate | None) -> ListResult:
+        """The state at an older ``revision`` (the later pages of a paged list): an object whose newest write is
+        no newer than ``revision`` is served from memory as it is; only the keys written since (changed, created,
+        deleted) are read from the log, in batches, so a page costs about what it would at the current revision."""
+        end = prefix_end(prefix)
+        start = after if after is not None else prefix
+        state = self._state
+        current = state.irange(minimum=start, maximum=end, inclusive=(after is None, False))
+        gone = sorted(key for key, rev in self._tombstones.items()
+                      if rev > revision and start <= key < end and key != after and key not in state)
+        candidates = heapq.merge(current, gone) if gone else current
         items: list[Record] = []
-        more = False
-        async with self._reader.execute(schema.LIST_AT, (after or prefix, prefix_end(prefix), revision)) as cursor:
-            while not more:
-                rows = await cursor.fetchmany(512)
-                if not rows:
-                    break
-                for key, rev, typ, create_rev, value in rows:
-                    if typ == EventType.DELETED:
-                        continue
-                    if limit and len(items) >= limit:
-                        more = True
-                        break
-                    record = Record(key, bytes(value), rev, create_rev)
-                    if predicate is None or predicate(record):
-                        items.append(record)
-        return ListResult(items, revision, more, None)
+        chunk = 1024
+        batch: list[str] = []
+        exhausted = False
+        while True:
+            want = (limit - len(items) + 1) if limit else chunk  # one more than a full page tells whether more remain
+            batch = list(itertools.islice(candidates, min(want, chunk)))
+            if not batch:
+                exhausted = True
+                break
+            for record in await self._records_at(batch, revision):
+                if limit and len(items) >= limit:
+                    return ListResult(items, revision, True, None)
+                if predicate is None or predicate(record):
+                    items.append(record)
+        return ListResult(items, revision, not exhausted, None)
+
+    async def _records_at(self, keys: list[str], revision: int) -> list[Record]:
+        """The records of ``keys`` (in key order) as they were at ``revision``, leaving out those absent then."""
+        state = self._state
+        found: dict[str, Record | None] = {}
+        older: list[str] = []
+        for key in keys:
+            record = state.get(key)
+            if record is not None and record.mod_revision <= revision:
+                found[key] = record
+            else:
+                older.append(key)
+        for i in range(0, len(older), 500):
+            part = older[i:i + 500]
+            async with self._reader.execute(schema.keys_at(len(part)), (*part, revision)) as cursor:
+                for key, rev, typ, create_rev, value in await cursor.fetchall():
+                    if typ != EventType.DELETED:
+                        found[key] = Record(key, bytes(value), rev, create_rev)
+        return [record for key in keys if (record := found.get(key)) is not None]
 
     @contextmanager
     def _pinned(self, revision: int) -> Iterator[None]:

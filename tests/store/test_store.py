@@ -197,3 +197,41 @@ async def test_close_commits_queued_writes_and_ends_watches(store_settings: Stor
         assert s.count("/core/pods/") == 50
     finally:
         await s.close()
+
+
+async def test_pages_at_an_older_revision_are_exactly_the_state_then_whatever_was_written_since(store: Store
+                                                                                             ) -> None:
+    import random
+
+    rng = random.Random(9)
+    names = [f"p{i:03d}" for i in range(120)]
+    alive: dict[str, int] = {}
+    for name in names[:90]:
+        alive[name] = 0
+        await store.create(f"/core/pods/ns1/{name}", pod(name, v=0))
+    await store.delete("/core/pods/ns1/p005")  # deleted before the snapshot, recreated after it
+    del alive["p005"]
+    snapshot = (await store.list("/core/pods/", limit=1)).revision
+    expected = dict(alive)
+    for step in range(1, 200):  # updates, deletes, creates and re-creates after the snapshot
+        name = rng.choice(names)
+        if name in alive and rng.random() < 0.3:
+            await store.delete(f"/core/pods/ns1/{name}")
+            del alive[name]
+        elif name in alive:
+            await store.update(f"/core/pods/ns1/{name}", pod(name, v=step))
+            alive[name] = step
+        else:
+            await store.create(f"/core/pods/ns1/{name}", pod(name, v=step))
+            alive[name] = step
+    for limit in (1, 7, 500, 0):
+        seen: list[tuple[str, int]] = []
+        after = None
+        while True:
+            page = await store.list("/core/pods/", revision=snapshot, after=after, limit=limit)
+            seen += [(r.key.rsplit("/", 1)[1], r.object()["spec"]["v"]) for r in page.items]
+            assert all(r.mod_revision <= snapshot for r in page.items)
+            if not page.more:
+                break
+            after = page.items[-1].key
+        assert seen == sorted(expected.items()), limit
