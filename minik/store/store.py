@@ -250,28 +250,26 @@ class Store:
         no newer than ``revision`` is served from memory as it is; only the keys written since (changed, created,
         deleted) are read from the log, in batches, so a page costs about what it would at the current revision."""
         end = prefix_end(prefix)
-        start = after if after is not None else prefix
         state = self._state
-        current = state.irange(minimum=start, maximum=end, inclusive=(after is None, False))
-        gone = sorted(key for key, rev in self._tombstones.items()
-                      if rev > revision and start <= key < end and key != after and key not in state)
-        candidates = heapq.merge(current, gone) if gone else current
         items: list[Record] = []
-        chunk = 1024
-        batch: list[str] = []
-        exhausted = False
+        last = after  # every key up to this one has been seen
         while True:
-            want = (limit - len(items) + 1) if limit else chunk  # one more than a full page tells whether more remain
-            batch = list(itertools.islice(candidates, min(want, chunk)))
+            # one more than a full page tells whether more remain; the keys are taken afresh after each read of the
+            # log, since writes may change the state meanwhile
+            want = min((limit - len(items) + 1) if limit else 1024, 1024)
+            low = last if last is not None else prefix
+            current = itertools.islice(state.irange(minimum=low, maximum=end, inclusive=(last is None, False)), want)
+            gone = heapq.nsmallest(want, (key for key, rev in self._tombstones.items()
+                                          if rev > revision and low <= key < end and key != last and key not in state))
+            batch = [key for key, _ in itertools.groupby(heapq.merge(current, gone))][:want]
             if not batch:
-                exhausted = True
-                break
+                return ListResult(items, revision, False, None)
+            last = batch[-1]
             for record in await self._records_at(batch, revision):
                 if limit and len(items) >= limit:
                     return ListResult(items, revision, True, None)
                 if predicate is None or predicate(record):
                     items.append(record)
-        return ListResult(items, revision, not exhausted, None)
 
     async def _records_at(self, keys: list[str], revision: int) -> list[Record]:
         """The records of ``keys`` (in key order) as they were at ``revision``, leaving out those absent then."""

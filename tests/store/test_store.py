@@ -235,3 +235,18 @@ async def test_pages_at_an_older_revision_are_exactly_the_state_then_whatever_wa
                 break
             after = page.items[-1].key
         assert seen == sorted(expected.items()), limit
+
+
+async def test_a_long_list_at_an_older_revision_is_exact_while_writes_land_between_its_reads(store: Store) -> None:
+    for i in range(2500):
+        await store.create(f"/core/pods/ns1/p{i:04d}", pod(f"p{i:04d}", v=0))
+    await store.update("/core/pods/ns1/p0000", pod("p0000", v=1))  # one key the list must read from the log
+    snapshot = (await store.list("/core/pods/", limit=1)).revision
+    await store.update("/core/pods/ns1/p0001", pod("p0001", v=2))
+    listing = asyncio.create_task(store.list("/core/pods/", revision=snapshot))
+    for i in range(2499, 1000, -3):  # deletes and re-creates ahead of the list's reads, and new keys
+        await store.delete(f"/core/pods/ns1/p{i:04d}")
+        await store.create(f"/core/pods/ns1/p{i:04d}x", pod(f"p{i:04d}x", v=3))
+    result = await listing
+    assert [r.key for r in result.items] == [f"/core/pods/ns1/p{i:04d}" for i in range(2500)]
+    assert [r.object()["spec"]["v"] for r in result.items[:3]] == [1, 0, 0]
