@@ -37,6 +37,7 @@ Obj = dict[str, Any]
 AddHandler = Callable[[Obj], Awaitable[None] | None]
 UpdateHandler = Callable[[Obj, Obj], Awaitable[None] | None]
 DeleteHandler = Callable[[Obj], Awaitable[None] | None]
+Transform = Callable[[Obj], Obj]
 Sleep = Callable[[float], Awaitable[None]]
 
 
@@ -145,7 +146,7 @@ class Informer:
     def __init__(self, client: Client, resource: Resource, namespace: str | None = None, *,
                  label_selector: Selector = None, field_selector: Selector = None, resync_seconds: float = 0.0,
                  page_size: int = 500, watch_timeout_seconds: int = 300, backoff: Backoff | None = None,
-                 sleep: Sleep = asyncio.sleep) -> None:
+                 sleep: Sleep = asyncio.sleep, transform: Transform | None = None) -> None:
         self.client = client
         self.resource = client.resource(resource)
         self.namespace = namespace
@@ -169,7 +170,10 @@ class Informer:
         self._task: asyncio.Task[None] | None = None
         self._resync_task: asyncio.Task[None] | None = None
         self._started = False
-        self._holding = True  # the cached objects are held in SHARED (until stop)
+        #: what is kept of each object (client-go's SetTransform), for a consumer that reads a few fields of many
+        #: objects; its objects are its own, not shared with other informers
+        self.transform = transform
+        self._holding = transform is None  # the cached objects are held in SHARED (until stop)
         self._log = log.bind(resource=self.resource.group_resource, namespace=namespace)
 
     # -- set-up ---------------------------------------------------------------------------------------------
@@ -279,11 +283,12 @@ class Informer:
     async def _relist(self) -> None:
         listing = await self.client.list_all(self.resource, self.namespace, label_selector=self.label_selector,
                                              field_selector=self.field_selector, page_size=self.page_size)
-        fresh = {object_key(obj): SHARED.hold(obj) for obj in listing.get("items") or []}
+        fresh = {object_key(obj): self._keep(obj) for obj in listing.get("items") or []}
         async with self._lock:
             old, self._cache = self._cache, fresh
-            for obj in old.values():
-                SHARED.release(obj)
+            if self._holding:
+                for obj in old.values():
+                    SHARED.release(obj)
             self._resource_version = str((listing.get("metadata") or {}).get("resourceVersion") or "")
             for key, obj in fresh.items():
                 previous = old.get(key)
@@ -321,10 +326,10 @@ class Informer:
         key = object_key(obj)
         async with self._lock:
             if kind in ("ADDED", "MODIFIED"):
-                obj = SHARED.hold(obj)
+                obj = self._keep(obj)
                 previous = self._cache.get(key)
                 self._cache[key] = obj
-                if previous is not None:
+                if previous is not None and self._holding:
                     SHARED.release(previous)
                 self._resource_version = version or self._resource_version
                 if previous is None:
@@ -333,12 +338,18 @@ class Informer:
                     await self._notify(self._on_update, previous, obj)
             elif kind == "DELETED":
                 previous = self._cache.pop(key, None)
-                if previous is not None:
+                if previous is not None and self._holding:
                     SHARED.release(previous)
+                if self.transform is not None:
+                    obj = self.transform(obj)
                 self._resource_version = version or self._resource_version
                 await self._notify(self._on_delete, obj)
             else:
                 self._log.warning("unknown watch event type", type=kind)
+
+    def _keep(self, obj: Obj) -> Obj:
+        """What the cache keeps of ``obj``: the shared copy, or what the transform makes of it."""
+        return self.transform(obj) if self.transform is not None else SHARED.hold(obj)
 
     async def _resync(self) -> None:
         await self._settled.wait()

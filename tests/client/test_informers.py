@@ -233,3 +233,23 @@ async def test_an_update_from_a_cached_object_keeps_the_stored_managed_fields(cl
     assert stored["data"] == {"v": "2"}
     after = stored["metadata"].get("managedFields") or []
     assert {e["manager"] for e in after} == {e["manager"] for e in before}  # kept (empty in-process: no agent)
+
+
+async def test_a_transform_keeps_only_what_it_returns_and_its_objects_are_not_shared(client: Client) -> None:
+    await client.create("configmaps", configmap("slim", "1"), "default")
+
+    def names_only(obj: dict[str, Any]) -> dict[str, Any]:
+        return {"metadata": {"name": obj["metadata"]["name"], "namespace": obj["metadata"]["namespace"]}}
+
+    slim, full = Informer(client, "configmaps", "default", transform=names_only), Informer(client, "configmaps",
+                                                                                            "default")
+    deleted: list[dict[str, Any]] = []
+    slim.add_handlers(on_delete=deleted.append)
+    async with slim, full:
+        await slim.wait_for_sync(timeout=5)
+        await full.wait_for_sync(timeout=5)
+        assert slim.get("default/slim") == {"metadata": {"name": "slim", "namespace": "default"}}
+        assert (full.get("default/slim") or {}).get("data") == {"v": "1"}
+        await client.delete("configmaps", "slim", "default")
+        await eventually(lambda: bool(deleted))
+    assert deleted == [{"metadata": {"name": "slim", "namespace": "default"}}]
