@@ -35,6 +35,9 @@ log = structlog.get_logger("minik.store")
 
 Predicate = Callable[[Record], bool]
 
+#: the pause between compaction passes while history is behind its target (writers get the lock in between)
+COMPACTION_CATCH_UP_PAUSE_SECONDS = 0.5
+
 
 def prefix_end(prefix: str) -> str:
     """The smallest string greater than every string starting with ``prefix``."""
@@ -468,14 +471,21 @@ class Store:
 
     # -- compaction ----------------------------------------------------------------------------------------
     async def _run_compactor(self) -> None:
+        """A pass every interval; while a pass ends short of its target (history grows faster than one pass of
+        about a second drops it, as in a large cluster under churn), the next one follows after a short pause."""
+        interval = self.settings.compaction_interval_seconds
+        delay = interval
         while True:
-            await asyncio.sleep(self.settings.compaction_interval_seconds)
+            await asyncio.sleep(delay)
             try:
-                await self.compact()
+                target = await self.compaction_target()
+                reached = await self.compact(target)
+                delay = interval if reached >= target else min(interval, COMPACTION_CATCH_UP_PAUSE_SECONDS)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a failed pass is retried at the next interval
                 log.warning("compaction failed; will retry", error=repr(exc))
+                delay = interval
 
     async def compaction_target(self) -> int:
         """The newest revision history may be compacted to now: older than the window, at least

@@ -250,3 +250,28 @@ async def test_a_long_list_at_an_older_revision_is_exact_while_writes_land_betwe
     result = await listing
     assert [r.key for r in result.items] == [f"/core/pods/ns1/p{i:04d}" for i in range(2500)]
     assert [r.object()["spec"]["v"] for r in result.items[:3]] == [1, 0, 0]
+
+
+async def test_the_compactor_catches_up_without_waiting_whole_intervals_when_history_is_behind(
+        store_settings: StoreSettings, monkeypatch: pytest.MonkeyPatch) -> None:
+    from minik.store import store as store_module
+
+    monkeypatch.setattr(store_module, "COMPACTION_CATCH_UP_PAUSE_SECONDS", 0.01)
+    one_transaction = Store.compact
+
+    async def short_pass(self: Store, target: int | None = None, deadline_seconds: float = 1.0) -> int:
+        return await one_transaction(self, target, deadline_seconds=0.000001)  # one batch of rows per pass
+
+    monkeypatch.setattr(Store, "compact", short_pass)
+    settings = replace(store_settings, compaction_min_revisions=1, compaction_window_seconds=0,
+                       compaction_interval_seconds=2.0, compaction_batch_rows=5)
+    s = await Store.open(settings)
+    try:
+        await s.create("/core/pods/ns1/a", pod("a"))
+        for i in range(200):  # 40 passes of 5 rows: 80 s at one pass per interval
+            await s.update("/core/pods/ns1/a", pod("a", i=i))
+        async with asyncio.timeout(30):
+            while s.compact_revision < s.revision - 1:
+                await asyncio.sleep(0.05)
+    finally:
+        await s.close()
