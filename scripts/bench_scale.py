@@ -92,13 +92,16 @@ def db_size_mb(data: Path) -> dict[str, float]:
     return sizes
 
 
-def history_backlog(data: Path, window: float) -> dict[str, int]:
+def history_backlog(data: Path, window: float) -> dict[str, int | None]:
     """Rows in the log, and those older than the compaction window (plus its 30 s interval) that an object's
-    newer revision has replaced: what compaction should have dropped by now."""
+    newer revision has replaced: what compaction should have dropped by now (None while the whole log is younger
+    than that)."""
     db = sqlite3.connect(f"file:{data / 'state.db'}?mode=ro", uri=True, timeout=30)
     try:
-        rows = db.execute("SELECT COUNT(*) FROM log").fetchone()[0]
+        rows, oldest = db.execute("SELECT COUNT(*), MIN(ts) FROM log").fetchone()
         cutoff = time.time() - window - 30
+        if oldest is None or oldest >= cutoff:
+            return {"rows": int(rows), "stale_rows": None}  # the run is younger than the window: nothing to tell
         stale = db.execute("SELECT COUNT(*) FROM log AS l WHERE l.ts < ? AND EXISTS "
                            "(SELECT 1 FROM log AS n WHERE n.key = l.key AND n.prev_rev = l.rev)", (cutoff,)).fetchone()[0]
         return {"rows": int(rows), "stale_rows": int(stale)}
