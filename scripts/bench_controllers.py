@@ -29,6 +29,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import benchlib  # noqa: E402
 from minik.api.errors import StatusError  # noqa: E402
 from minik.client import Client  # noqa: E402
 
@@ -185,6 +186,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--replicas", type=int, default=1000)
     parser.add_argument("--nodes", type=int, default=100)
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
     args = parser.parse_args()
     print(f"before: {conditions()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="minik-bench-ctrl-") as tmp:
@@ -204,6 +206,12 @@ def main() -> None:
     print(f"rolling update (25% surge, 25% unavailable) to all replaced and Ready: {result['update']:.1f} s "
           f"({n / result['update']:,.0f} pods/s), ratio to the anchor {result['update'] / result['anchor']:.2f}")
     print(f"after: {conditions()}", flush=True)
+    anchor_label = f"{n:,} bare pods to all Ready (s)"
+    benchlib.write_json(args.json, [
+        benchlib.row(f"Deployment of {n:,} on {args.nodes} fake nodes, create to all Ready (s)", result["create"],
+                     anchor=anchor_label, anchor_value=result["anchor"]),
+        benchlib.row(f"rolling update of {n:,} to all replaced and Ready (s)", result["update"],
+                     anchor=anchor_label, anchor_value=result["anchor"])], result)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import benchlib
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from minik.client import Client  # noqa: E402
@@ -179,8 +181,15 @@ def main() -> int:
         print(f"{name:<12} {r['throughput']['requests/s']:>9,.0f} {ratio:>6.2f}   "
               f"{r['sequential']['requests/s']:>12,.0f} {r['sequential'].get('p50 ms', 0):>7.2f} "
               f"{r['sequential'].get('p99 ms', 0):>7.2f} {added:>12.2f}")
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+    rows = []
+    for name in ("node port", "cluster IP"):
+        r = results[name]
+        rows.append(benchlib.row(f"req/s through the {name} ({args.connections} conns)",
+                                 r["throughput"]["requests/s"], anchor="req/s to the pod IP",
+                                 anchor_value=anchor["throughput"]["requests/s"]))
+        rows.append(benchlib.row(f"added p50 ms through the {name} (1 conn)",
+                                 r["sequential"].get("p50 ms", 0.0) - anchor["sequential"].get("p50 ms", 0.0)))
+    benchlib.write_json(args.json, rows, results)
     return 0
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import benchlib
 import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -285,8 +286,11 @@ def _uvloop_run(main: Any) -> Any:
     return uvloop.run(main)
 
 
-def report(label: str, result: dict[str, float]) -> None:
+def report(label: str, result: dict[str, float], rows: list[dict[str, Any]] | None = None) -> None:
     rate = result["pods_per_second"]
+    if rows is not None:
+        rows.append(benchlib.row(f"scheduler pods/s ({label})", rate, anchor="kube-scheduler CI floor (pods/s)",
+                                 anchor_value=ANCHOR, goal=">= 1,000 pods/s", met=rate >= 1000))
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"{label}: {int(result['bound']):,} pods bound in {result['seconds']:.2f} s -> {rate:,.0f} pods/s, "
           f"ratio to kube-scheduler's {ANCHOR:.0f}: {rate / ANCHOR:.2f} "
@@ -313,6 +317,7 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=CONNECTIONS, help="creates in flight")
     parser.add_argument("--py-spy", type=Path, default=None, metavar="DIR",
                         help="profile the server processes over the measured window with py-spy into DIR")
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
     args = parser.parse_args()
     CONNECTIONS = args.connections
     PROFILE_DIR = args.py_spy
@@ -321,11 +326,15 @@ def main() -> None:
     if args.all:
         shapes = [("basic", 5000, 1000, 10000), ("basic", 1000, 1000, 10000), ("affinity", 1000, 0, 2000),
                   ("preemption", 500, 500, 500)]
+    rows: list[dict[str, Any]] = []
+    results: dict[str, Any] = {}
     for workload, nodes, running, pods in shapes:
         for separate in modes:
-            report(f"{workload}, {nodes:,} nodes, {running:,} running, {pods:,} created, "
-                   + ("scheduler as its own process" if separate else "scheduler inside minik up"),
-                   run(nodes, running, pods, workload, separate))
+            label = (f"{workload}, {nodes:,} nodes, {running:,} running, {pods:,} created, "
+                     + ("scheduler as its own process" if separate else "scheduler inside minik up"))
+            results[label] = run(nodes, running, pods, workload, separate)
+            report(label, results[label], rows)
+    benchlib.write_json(args.json, rows, results)
 
 
 if __name__ == "__main__":

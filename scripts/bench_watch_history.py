@@ -14,11 +14,13 @@ import tempfile
 import time
 from pathlib import Path
 
+import benchlib
 from minik.store import Store, StoreSettings
 from minik.testing import watch_history
 
 
-async def main(operations: int, writers: int, watchers: int, synchronous: str) -> int:
+async def main(operations: int, writers: int, watchers: int, synchronous: str, json_path: Path | None = None
+               ) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         settings = StoreSettings(path=Path(tmp) / "state.db", synchronous=synchronous, compaction_min_revisions=5000,
                                  compaction_window_seconds=0, compaction_interval_seconds=3600,
@@ -42,6 +44,14 @@ async def main(operations: int, writers: int, watchers: int, synchronous: str) -
                                  if report.ok else "FAILED"))
     for error in report.errors[:20]:
         print("  " + error)
+    benchlib.write_json(json_path, [
+        benchlib.row(f"watch-history checker acknowledged ops/s ({report.operations:,} ops, sync={synchronous})",
+                     report.acknowledged / seconds),
+        benchlib.row("watch-history checker: every history exact", report.ok, goal="all histories exact",
+                     met=report.ok)],
+        {"operations": report.operations, "acknowledged": report.acknowledged, "rejected": report.rejected,
+         "watchers": report.watchers, "events_checked": report.events_checked, "seconds": seconds,
+         "errors": report.errors[:20]})
     return 0 if report.ok else 1
 
 
@@ -51,5 +61,6 @@ if __name__ == "__main__":
     parser.add_argument("--writers", type=int, default=32)
     parser.add_argument("--watchers", type=int, default=8)
     parser.add_argument("--sync", default="FULL", choices=["FULL", "NORMAL"])
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
     args = parser.parse_args()
-    sys.exit(asyncio.run(main(args.operations, args.writers, args.watchers, args.sync)))
+    sys.exit(asyncio.run(main(args.operations, args.writers, args.watchers, args.sync, args.json)))

@@ -23,13 +23,14 @@ import click
 
 from minik import kubeconfig
 from minik import log as logging_setup
+from minik.aio import start_task, stop_task
 from minik.api.errors import StatusError
 from minik.cli.common import CliError, default_data_dir, fail
 from minik.cli.instance import AlreadyRunning, Instance, RunState
 from minik.cli.output import align, human_duration, parse_time
 from minik.cluster import COMPONENTS, Cluster, ClusterSettings, is_loopback
 from minik.client import Client, TransportError
-from minik.collector import settle_after_start
+from minik.collector import freeze_survivors, settle_after_start
 
 #: how long `up --detach` waits for the cluster to answer /readyz, and `down` for it to exit
 WAIT_SECONDS = 30.0
@@ -171,7 +172,11 @@ async def _serve(settings: ClusterSettings, instance: Instance, update_kubeconfi
         if creds is not None and cluster.client is not None:
             click.echo(await _join_line(cluster.client, _join_url(settings.bind, cluster.url), creds.ca_hash))
         sys.stdout.flush()
-        await stop.wait()
+        freezer = start_task(freeze_survivors(), "freeze survivors")
+        try:
+            await stop.wait()
+        finally:
+            await stop_task(freezer)
     finally:
         _say("minik: shutting down")
         instance.state_path.unlink(missing_ok=True)

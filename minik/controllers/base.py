@@ -18,7 +18,7 @@ from minik.aio import start_task, stop_task
 from minik.api.errors import StatusError
 from minik.api.timestamps import parse_rfc3339
 from minik.client import Client
-from minik.informers import Informer, object_key
+from minik.informers import Informer, Transform, object_key
 from minik.workqueue import ShutDown, WorkQueue
 
 Obj = dict[str, Any]
@@ -99,15 +99,18 @@ class InformerFactory:
         self._informers: dict[str, Informer] = {}
         self._started = False
 
-    def informer(self, resource: str) -> Informer:
-        """The shared informer of ``resource`` (any name the registry resolves: "pods", "deployments.apps")."""
+    def informer(self, resource: str, transform: Transform | None = None) -> Informer:
+        """The shared informer of ``resource`` (any name the registry resolves: "pods", "deployments.apps").
+        ``transform`` keeps less of each object; every controller asking for the resource must ask alike."""
         key = self.client.resource(resource).group_resource
         informer = self._informers.get(key)
         if informer is None:
             if self._started:
                 raise RuntimeError(f"informer {resource} asked for after the factory started")
-            informer = Informer(self.client, resource, resync_seconds=self.resync_seconds)
+            informer = Informer(self.client, resource, resync_seconds=self.resync_seconds, transform=transform)
             self._informers[key] = informer
+        elif informer.transform is not transform:
+            raise ValueError(f"the informer of {resource} is shared with a different transform")
         return informer
 
     async def start(self, timeout: float = 30.0) -> None:

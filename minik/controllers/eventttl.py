@@ -18,6 +18,20 @@ def last_seen(event: Obj) -> float | None:
     return max(known) if known else None
 
 
+def times_only(event: Obj) -> Obj:
+    """What the controller keeps of an Event: its identity and its times (a large cluster has an Event per pod)."""
+    meta = event.get("metadata") or {}
+    kept: Obj = {"metadata": {field: meta[field] for field in ("name", "namespace", "uid", "resourceVersion",
+                                                               "creationTimestamp") if field in meta}}
+    for field in ("lastTimestamp", "eventTime"):
+        if event.get(field) is not None:
+            kept[field] = event[field]
+    observed = (event.get("series") or {}).get("lastObservedTime")
+    if observed is not None:
+        kept["series"] = {"lastObservedTime": observed}
+    return kept
+
+
 class EventTTLController(Controller):
     name = "event-ttl"
 
@@ -25,7 +39,7 @@ class EventTTLController(Controller):
                  recorder: Recorder | None = None, *, ttl_seconds: float = DEFAULT_TTL_SECONDS) -> None:
         super().__init__(client, factory, workers, clock, recorder)
         self.ttl_seconds = ttl_seconds
-        self.events = factory.informer("events")
+        self.events = factory.informer("events", transform=times_only)
         self.events.add_handlers(self.enqueue, lambda old, new: self.enqueue(new))
 
     async def sync(self, key: str) -> None:

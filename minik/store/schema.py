@@ -55,6 +55,14 @@ WHERE key > ? AND key < ? AND rev <= ?
 GROUP BY key ORDER BY key
 """
 
+@functools.lru_cache(maxsize=64)
+def keys_at(count: int) -> str:
+    """The state of ``count`` given keys as of a revision (parameters: the keys, then the revision); keys that
+    did not exist then are missing or come back as deletion markers."""
+    return ("SELECT key, MAX(rev), type, create_rev, value FROM log WHERE key IN (" + ", ".join("?" * count) +
+            ") AND rev <= ? GROUP BY key")
+
+
 # Writes after a revision in a key range, with the value each replaced.
 EVENTS_AFTER = """
 SELECT l.rev, l.key, l.type, l.value, p.value FROM log AS l LEFT JOIN log AS p ON p.rev = l.prev_rev

@@ -10,6 +10,8 @@ transaction, and only then updates the state, notifies watchers in revision orde
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import time
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable
@@ -33,6 +35,9 @@ from minik.store.writer import WriteConnection, write_transaction
 log = structlog.get_logger("minik.store")
 
 Predicate = Callable[[Record], bool]
+
+#: the pause between compaction passes while history is behind its target (writers get the lock in between)
+COMPACTION_CATCH_UP_PAUSE_SECONDS = 0.5
 
 
 def prefix_end(prefix: str) -> str:
@@ -245,23 +250,49 @@ class Store:
 
     async def _list_at(self, prefix: str, revision: int, after: str | None, limit: int,
                        predicate: Predicate | None) -> ListResult:
+        """The state at an older ``revision`` (the later pages of a paged list): an object whose newest write is
+        no newer than ``revision`` is served from memory as it is; only the keys written since (changed, created,
+        deleted) are read from the log, in batches, so a page costs about what it would at the current revision."""
+        end = prefix_end(prefix)
+        state = self._state
         items: list[Record] = []
-        more = False
-        async with self._reader.execute(schema.LIST_AT, (after or prefix, prefix_end(prefix), revision)) as cursor:
-            while not more:
-                rows = await cursor.fetchmany(512)
-                if not rows:
-                    break
-                for key, rev, typ, create_rev, value in rows:
-                    if typ == EventType.DELETED:
-                        continue
-                    if limit and len(items) >= limit:
-                        more = True
-                        break
-                    record = Record(key, bytes(value), rev, create_rev)
-                    if predicate is None or predicate(record):
-                        items.append(record)
-        return ListResult(items, revision, more, None)
+        last = after  # every key up to this one has been seen
+        while True:
+            # one more than a full page tells whether more remain; the keys are taken afresh after each read of the
+            # log, since writes may change the state meanwhile
+            want = min((limit - len(items) + 1) if limit else 1024, 1024)
+            low = last if last is not None else prefix
+            current = itertools.islice(state.irange(minimum=low, maximum=end, inclusive=(last is None, False)), want)
+            gone = heapq.nsmallest(want, (key for key, rev in self._tombstones.items()
+                                          if rev > revision and low <= key < end and key != last and key not in state))
+            batch = [key for key, _ in itertools.groupby(heapq.merge(current, gone))][:want]
+            if not batch:
+                return ListResult(items, revision, False, None)
+            last = batch[-1]
+            for record in await self._records_at(batch, revision):
+                if limit and len(items) >= limit:
+                    return ListResult(items, revision, True, None)
+                if predicate is None or predicate(record):
+                    items.append(record)
+
+    async def _records_at(self, keys: list[str], revision: int) -> list[Record]:
+        """The records of ``keys`` (in key order) as they were at ``revision``, leaving out those absent then."""
+        state = self._state
+        found: dict[str, Record | None] = {}
+        older: list[str] = []
+        for key in keys:
+            record = state.get(key)
+            if record is not None and record.mod_revision <= revision:
+                found[key] = record
+            else:
+                older.append(key)
+        for i in range(0, len(older), 500):
+            part = older[i:i + 500]
+            async with self._reader.execute(schema.keys_at(len(part)), (*part, revision)) as cursor:
+                for key, rev, typ, create_rev, value in await cursor.fetchall():
+                    if typ != EventType.DELETED:
+                        found[key] = Record(key, bytes(value), rev, create_rev)
+        return [record for key in keys if (record := found.get(key)) is not None]
 
     @contextmanager
     def _pinned(self, revision: int) -> Iterator[None]:
@@ -447,14 +478,21 @@ class Store:
 
     # -- compaction ----------------------------------------------------------------------------------------
     async def _run_compactor(self) -> None:
+        """A pass every interval; while a pass ends short of its target (history grows faster than one pass of
+        about a second drops it, as in a large cluster under churn), the next one follows after a short pause."""
+        interval = self.settings.compaction_interval_seconds
+        delay = interval
         while True:
-            await asyncio.sleep(self.settings.compaction_interval_seconds)
+            await asyncio.sleep(delay)
             try:
-                await self.compact()
+                target = await self.compaction_target()
+                reached = await self.compact(target)
+                delay = interval if reached >= target else min(interval, COMPACTION_CATCH_UP_PAUSE_SECONDS)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a failed pass is retried at the next interval
                 log.warning("compaction failed; will retry", error=repr(exc))
+                delay = interval
 
     async def compaction_target(self) -> int:
         """The newest revision history may be compacted to now: older than the window, at least

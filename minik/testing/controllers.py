@@ -23,7 +23,7 @@ from minik.api.timestamps import now_rfc3339
 from minik.apiserver.patch import json_patch, merge_patch, strategic_merge_patch
 from minik.client import JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, Client, Response, Resource, StreamedResponse
 from minik.controllers.base import InformerFactory
-from minik.informers import Informer, object_key
+from minik.informers import Informer, Transform, object_key
 
 Obj = dict[str, Any]
 
@@ -317,7 +317,7 @@ class StaticInformerFactory(InformerFactory):
         for resource, items in (objects or {}).items():
             self._static[client.resource(resource).group_resource] = StaticInformer(client, resource, items)
 
-    def informer(self, resource: str) -> Informer:
+    def informer(self, resource: str, transform: Transform | None = None) -> Informer:
         key = self.client.resource(resource).group_resource
         if key not in self._static:
             self._static[key] = StaticInformer(self.client, resource)

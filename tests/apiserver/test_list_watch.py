@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 import orjson
+import pytest
 
 CMS = "/api/v1/namespaces/default/configmaps"
 
@@ -184,3 +185,14 @@ async def test_the_legacy_watch_prefix_streams_the_same_events(http) -> None:
             events.append(orjson.loads(line))
             break
     assert events[0]["type"] == "MODIFIED" and events[0]["object"]["data"] == {"k": "2"}
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 5])
+def test_a_list_body_is_the_stored_items_joined_into_one_list_object(count: int) -> None:
+    from minik.api.resources import REGISTRY
+    from minik.apiserver.lists import list_body
+
+    items = [orjson.dumps({"kind": "ConfigMap", "metadata": {"name": f"cm-{i}"}}) for i in range(count)]
+    body = orjson.loads(list_body(REGISTRY.resolve("configmaps"), items, {"resourceVersion": "7"}))
+    assert body["kind"] == "ConfigMapList" and body["metadata"] == {"resourceVersion": "7"}
+    assert [item["metadata"]["name"] for item in body["items"]] == [f"cm-{i}" for i in range(count)]

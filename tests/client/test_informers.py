@@ -204,3 +204,52 @@ async def test_waiting_for_sync_fails_when_the_informer_stops_first(unused_tcp_p
         await informer.stop()
         with pytest.raises(RuntimeError):
             await waiting
+
+
+async def test_informers_of_one_process_share_one_copy_of_each_object_without_managed_fields(client: Client) -> None:
+    await client.create("configmaps", configmap("shared", "1"), "default")
+    first, second = Informer(client, "configmaps", "default"), Informer(client, "configmaps", "default")
+    async with first, second:
+        await first.wait_for_sync(timeout=5)
+        await second.wait_for_sync(timeout=5)
+        assert first.get("default/shared") is second.get("default/shared")
+        await client.patch("configmaps", "shared", {"data": {"v": "2"}}, "default")
+        await eventually(lambda: all((i.get("default/shared") or {}).get("data", {}).get("v") == "2"
+                                     for i in (first, second)))
+        cached = first.get("default/shared")
+        assert cached is second.get("default/shared")
+        assert cached is not None and "managedFields" not in cached["metadata"]
+    assert first.get("default/shared") is cached  # a stopped informer's cache stays readable
+
+
+async def test_an_update_from_a_cached_object_keeps_the_stored_managed_fields(client: Client) -> None:
+    await client.create("configmaps", configmap("kept", "1"), "default")
+    before = (await client.get("configmaps", "kept", "default"))["metadata"].get("managedFields") or []
+    async with Informer(client, "configmaps", "default") as informer:
+        await informer.wait_for_sync(timeout=5)
+        copy = {**informer.get("default/kept"), "data": {"v": "2"}}  # type: ignore[dict-item]
+        await client.update("configmaps", copy, "default")
+    stored = await client.get("configmaps", "kept", "default")
+    assert stored["data"] == {"v": "2"}
+    after = stored["metadata"].get("managedFields") or []
+    assert {e["manager"] for e in after} == {e["manager"] for e in before}  # kept (empty in-process: no agent)
+
+
+async def test_a_transform_keeps_only_what_it_returns_and_its_objects_are_not_shared(client: Client) -> None:
+    await client.create("configmaps", configmap("slim", "1"), "default")
+
+    def names_only(obj: dict[str, Any]) -> dict[str, Any]:
+        return {"metadata": {"name": obj["metadata"]["name"], "namespace": obj["metadata"]["namespace"]}}
+
+    slim, full = Informer(client, "configmaps", "default", transform=names_only), Informer(client, "configmaps",
+                                                                                            "default")
+    deleted: list[dict[str, Any]] = []
+    slim.add_handlers(on_delete=deleted.append)
+    async with slim, full:
+        await slim.wait_for_sync(timeout=5)
+        await full.wait_for_sync(timeout=5)
+        assert slim.get("default/slim") == {"metadata": {"name": "slim", "namespace": "default"}}
+        assert (full.get("default/slim") or {}).get("data") == {"v": "1"}
+        await client.delete("configmaps", "slim", "default")
+        await eventually(lambda: bool(deleted))
+    assert deleted == [{"metadata": {"name": "slim", "namespace": "default"}}]

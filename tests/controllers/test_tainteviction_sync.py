@@ -71,3 +71,17 @@ async def test_a_taint_that_goes_in_time_cancels_the_eviction() -> None:
     await h.sync()
     assert not h.client.writes()
     assert h.events == ["Cancelling deletion of Pod default/web-1"]
+
+
+async def test_a_tainted_node_requeues_only_the_pods_bound_to_it() -> None:
+    h = Harness(pod("web-1", node_name="n1", phase="Running"), node("n1"))
+    c = h.controller
+    for p in (pod("web-1", node_name="n1"), pod("web-2", node_name="n2"), pod("web-3")):
+        c._pod_changed(p)
+    c._pod_updated(pod("web-2", node_name="n2"), pod("web-2", node_name="n1"))
+    c._pod_deleted(pod("web-1", node_name="n1"))
+    assert c.pods_on_node == {"n1": {"default/web-2"}}
+    while len(c.queue):
+        c.queue.done(await c.queue.get())
+    c._node_updated(node("n1"), node("n1", taints=[UNREACHABLE]))
+    assert len(c.queue) == 1 and await c.queue.get() == "default/web-2"

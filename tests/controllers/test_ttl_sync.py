@@ -49,3 +49,17 @@ async def test_an_event_not_updated_for_the_ttl_is_removed_and_a_recent_one_kept
     assert delete.name == "old" and delete.options["preconditions"] == {"uid": "ev-old", "resourceVersion": "7"}
     clock.step(3591)
     assert len(controller.queue) == 1  # the recent one, once its hour is up
+
+
+def test_the_controller_keeps_only_an_events_identity_and_times() -> None:
+    from minik.controllers.eventttl import last_seen, times_only
+
+    event = {"metadata": {"name": "web.1", "namespace": "default", "uid": "u1", "resourceVersion": "7",
+                          "creationTimestamp": "2026-01-01T00:00:00Z", "labels": {"a": "b"}},
+             "involvedObject": {"kind": "Pod", "name": "web"}, "reason": "Scheduled", "message": "m" * 200,
+             "lastTimestamp": "2026-01-01T00:05:00Z", "series": {"count": 3, "lastObservedTime": "2026-01-01T00:09:00Z"}}
+    kept = times_only(event)
+    assert kept == {"metadata": {"name": "web.1", "namespace": "default", "uid": "u1", "resourceVersion": "7",
+                                 "creationTimestamp": "2026-01-01T00:00:00Z"},
+                    "lastTimestamp": "2026-01-01T00:05:00Z", "series": {"lastObservedTime": "2026-01-01T00:09:00Z"}}
+    assert last_seen(kept) == last_seen(event)

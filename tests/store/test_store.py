@@ -197,3 +197,81 @@ async def test_close_commits_queued_writes_and_ends_watches(store_settings: Stor
         assert s.count("/core/pods/") == 50
     finally:
         await s.close()
+
+
+async def test_pages_at_an_older_revision_are_exactly_the_state_then_whatever_was_written_since(store: Store
+                                                                                             ) -> None:
+    import random
+
+    rng = random.Random(9)
+    names = [f"p{i:03d}" for i in range(120)]
+    alive: dict[str, int] = {}
+    for name in names[:90]:
+        alive[name] = 0
+        await store.create(f"/core/pods/ns1/{name}", pod(name, v=0))
+    await store.delete("/core/pods/ns1/p005")  # deleted before the snapshot, recreated after it
+    del alive["p005"]
+    snapshot = (await store.list("/core/pods/", limit=1)).revision
+    expected = dict(alive)
+    for step in range(1, 200):  # updates, deletes, creates and re-creates after the snapshot
+        name = rng.choice(names)
+        if name in alive and rng.random() < 0.3:
+            await store.delete(f"/core/pods/ns1/{name}")
+            del alive[name]
+        elif name in alive:
+            await store.update(f"/core/pods/ns1/{name}", pod(name, v=step))
+            alive[name] = step
+        else:
+            await store.create(f"/core/pods/ns1/{name}", pod(name, v=step))
+            alive[name] = step
+    for limit in (1, 7, 500, 0):
+        seen: list[tuple[str, int]] = []
+        after = None
+        while True:
+            page = await store.list("/core/pods/", revision=snapshot, after=after, limit=limit)
+            seen += [(r.key.rsplit("/", 1)[1], r.object()["spec"]["v"]) for r in page.items]
+            assert all(r.mod_revision <= snapshot for r in page.items)
+            if not page.more:
+                break
+            after = page.items[-1].key
+        assert seen == sorted(expected.items()), limit
+
+
+async def test_a_long_list_at_an_older_revision_is_exact_while_writes_land_between_its_reads(store: Store) -> None:
+    for i in range(2500):
+        await store.create(f"/core/pods/ns1/p{i:04d}", pod(f"p{i:04d}", v=0))
+    await store.update("/core/pods/ns1/p0000", pod("p0000", v=1))  # one key the list must read from the log
+    snapshot = (await store.list("/core/pods/", limit=1)).revision
+    await store.update("/core/pods/ns1/p0001", pod("p0001", v=2))
+    listing = asyncio.create_task(store.list("/core/pods/", revision=snapshot))
+    for i in range(2499, 1000, -3):  # deletes and re-creates ahead of the list's reads, and new keys
+        await store.delete(f"/core/pods/ns1/p{i:04d}")
+        await store.create(f"/core/pods/ns1/p{i:04d}x", pod(f"p{i:04d}x", v=3))
+    result = await listing
+    assert [r.key for r in result.items] == [f"/core/pods/ns1/p{i:04d}" for i in range(2500)]
+    assert [r.object()["spec"]["v"] for r in result.items[:3]] == [1, 0, 0]
+
+
+async def test_the_compactor_catches_up_without_waiting_whole_intervals_when_history_is_behind(
+        store_settings: StoreSettings, monkeypatch: pytest.MonkeyPatch) -> None:
+    from minik.store import store as store_module
+
+    monkeypatch.setattr(store_module, "COMPACTION_CATCH_UP_PAUSE_SECONDS", 0.01)
+    one_transaction = Store.compact
+
+    async def short_pass(self: Store, target: int | None = None, deadline_seconds: float = 1.0) -> int:
+        return await one_transaction(self, target, deadline_seconds=0.000001)  # one batch of rows per pass
+
+    monkeypatch.setattr(Store, "compact", short_pass)
+    settings = replace(store_settings, compaction_min_revisions=1, compaction_window_seconds=0,
+                       compaction_interval_seconds=2.0, compaction_batch_rows=5)
+    s = await Store.open(settings)
+    try:
+        await s.create("/core/pods/ns1/a", pod("a"))
+        for i in range(200):  # 40 passes of 5 rows: 80 s at one pass per interval
+            await s.update("/core/pods/ns1/a", pod("a", i=i))
+        async with asyncio.timeout(30):
+            while s.compact_revision < s.revision - 1:
+                await asyncio.sleep(0.05)
+    finally:
+        await s.close()

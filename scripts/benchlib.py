@@ -1,0 +1,87 @@
+"""What every benchmark under scripts/ reports in the same shape, so `scripts/bench/all` can put them in one table.
+
+A benchmark builds its figures as rows (``row(...)``) and, when run with ``--json PATH``, writes them with
+``write_json(PATH, rows, details)``: an object whose ``rows`` is the list of figures and whose ``details`` is
+whatever else the benchmark wants to keep. Its own printed output stays its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+#: the columns of a row, in the order the table prints them
+COLUMNS = ("figure", "value", "anchor", "anchor_value", "ratio", "goal", "met")
+
+
+def ratio(value: float | None, anchor: float | None) -> float | None:
+    """value / anchor, or None when either is missing or the anchor is zero."""
+    if value is None or anchor is None or not anchor:
+        return None
+    return value / anchor
+
+
+def row(figure: str, value: float | None, *, anchor: str | None = None, anchor_value: float | None = None,
+        goal: str | None = None, met: bool | None = None, ratio_value: float | None = None) -> dict[str, Any]:
+    """One figure: its value, the anchor it is compared with (measured in the same run or published), the goal
+    and whether it is met (None when the figure has no goal or could not be measured)."""
+    return {"figure": figure, "value": value, "anchor": anchor, "anchor_value": anchor_value,
+            "ratio": ratio_value if ratio_value is not None else ratio(value, anchor_value),
+            "goal": goal, "met": None if value is None else met}
+
+
+def machine() -> dict[str, Any]:
+    """Where the figures were taken: CPUs, load average, Python, time."""
+    return {"cpus": os.cpu_count(), "load_average": [round(x, 2) for x in os.getloadavg()],
+            "python": platform.python_version(), "machine": platform.machine(),
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def write_json(path: Path | None, rows: list[dict[str, Any]], details: Any = None) -> None:
+    """Write ``{"rows": rows, "details": details, "machine": ...}`` to ``path`` (nothing when path is None)."""
+    if path is None:
+        return
+    Path(path).write_text(json.dumps({"rows": rows, "details": details, "machine": machine()}, indent=2,
+                                     default=str) + "\n")
+
+
+def format_value(value: Any, digits: int | None = None) -> str:
+    """A number as people read it: thousands separated, a few decimals for small ones; '-' for None."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if digits is None:
+            digits = 0 if abs(value) >= 100 else 2 if abs(value) >= 1 else 3
+        return f"{value:,.{digits}f}"
+    return str(value)
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """The rows as an aligned text table: figure, value, anchor, ratio, goal, met."""
+    grouped = any("bench" in r for r in rows)
+    headers = (["bench"] if grouped else []) + ["figure", "value", "anchor", "ratio", "goal", "met"]
+    cells = []
+    for r in rows:
+        anchor = r.get("anchor") or "-"
+        if r.get("anchor_value") is not None:
+            anchor = f"{anchor}: {format_value(r['anchor_value'])}"
+        met = r.get("met")
+        cells.append(([str(r.get("bench", ""))] if grouped else [])
+                     + [str(r.get("figure")), format_value(r.get("value")), anchor, format_value(r.get("ratio"), 2),
+                        r.get("goal") or "-", "-" if met is None else ("yes" if met else "NO")])
+    widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, h in enumerate(headers)]
+    right = {2, 4} if grouped else {1, 3}
+
+    def line(values: list[str]) -> str:
+        return "  ".join(v.rjust(w) if i in right else v.ljust(w)
+                         for i, (v, w) in enumerate(zip(values, widths))).rstrip()
+
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(c) for c in cells)])
