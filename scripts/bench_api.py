@@ -3,8 +3,9 @@
 
 1. minik pod creates/s (HTTP, 32 connections, sync FULL)  vs  etcd 3.4 puts/s (HTTP/JSON gateway, 1 KiB values)
 2. minik pod gets/s (32 connections)                      vs  a bare aiohttp hello-world app's requests/s
-3. watch delivery latency p50/p99: 100 watchers (a separate process) while a paced writer makes 1,000 configmap
-   creates/s, each carrying its send time
+3. watch delivery latency p50/p99: 100 watchers (a separate process, each a bare asyncio protocol reading the
+   chunked body) while a paced writer makes 1,000 configmap creates/s, each carrying its send time; the latency is
+   from before the writer sends the create to the watcher's read, so it includes the create's own commit
 
 Needs `etcd` (Debian's etcd-server) and `wrk` on PATH.
 
