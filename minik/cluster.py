@@ -7,7 +7,6 @@ is on disk.
 
 from __future__ import annotations
 
-import gc
 import ipaddress
 import sys
 import time
@@ -73,13 +72,6 @@ def _node(settings: "ClusterSettings", client: Client) -> Component:
 #: commit waits with it (on the 2-vCPU test machines: commit latency p50 3.1 -> 2.7 ms and about 5% more pod
 #: creates/s, in noisy measurements)
 GIL_SWITCH_INTERVAL_SECONDS = 0.001
-
-#: the garbage collector's first-generation threshold while a cluster runs (Python's default is 700). A request
-#: allocates a few hundred containers (its decoded body, the pipeline's copies); at 700, with 32 requests in
-#: flight, a young collection finds most of them still alive and promotes them, and older collections then walk
-#: them again. At 10,000 most are gone before a collection: a pod create's loop-thread CPU fell by 15-25 us
-#: (of ~150) in the in-process pipeline benchmark, at a few MB more young garbage at most.
-GC_GEN0_THRESHOLD = 10_000
 
 
 def _proxy(settings: "ClusterSettings", client: Client) -> Component:
@@ -195,9 +187,6 @@ class Cluster:
         s = self.settings
         s.data_dir.mkdir(parents=True, exist_ok=True)
         sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_INTERVAL_SECONDS))
-        gen0, *older = gc.get_threshold()
-        if 0 < gen0 < GC_GEN0_THRESHOLD:  # 0: collection is off; leave it so
-            gc.set_threshold(GC_GEN0_THRESHOLD, *older)
         self.store = await Store.open(StoreSettings(path=s.db_path, synchronous=s.synchronous, **s.store))  # type: ignore[arg-type]
         self.progress(f"store {s.db_path} open at revision {self.store.revision}")
         try:
