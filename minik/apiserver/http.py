@@ -7,7 +7,7 @@ encoding and end when the client goes away or the server shuts down.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -65,17 +65,49 @@ def refused_body(error: StatusError = _TOO_LARGE) -> web.Response:
     return response
 
 
+#: a direct write is refused (the events wait in the watcher's bounded queue) while this much is unsent
+DIRECT_WRITE_LIMIT = 64 * 1024
+
+
+#: the last payload written directly and its chunk frame: every watcher of a prefix gets the same bytes object, so
+#: one frame serves them all
+_last_frame: list[bytes] = [b"", b""]
+
+
+def chunk_writer(request: web.BaseRequest) -> Callable[[bytes], bool]:
+    """Writes one chunk of a started chunked response straight to the connection, in the caller's step; False
+    (nothing written) when the connection is closing or its send buffer is over the limit."""
+    transport = request.transport
+    last = _last_frame
+
+    def write(data: bytes) -> bool:
+        if transport is None or transport.is_closing() or transport.get_write_buffer_size() > DIRECT_WRITE_LIMIT:
+            return False
+        if data is not last[0]:
+            last[0], last[1] = data, b"%x\r\n%b\r\n" % (len(data), data)
+        transport.write(last[1])
+        return True
+
+    return write
+
+
 async def stream(request: web.BaseRequest, status: int, content_type: str,
-                 chunks: AsyncIterator[bytes]) -> web.StreamResponse:
+                 chunks: AsyncIterator[bytes],
+                 direct: Callable[[Callable[[bytes], bool]], None] | None = None) -> web.StreamResponse:
     """Send ``chunks`` as a chunked response until they end or the client goes away; ``chunks`` is closed (its
-    ``aclose``) either way, so whatever feeds it (a watcher) is released."""
+    ``aclose``) either way, so whatever feeds it (a watcher) is released. With ``direct``, the producer also gets
+    a synchronous chunk writer once the headers are out."""
     response = web.StreamResponse(status=status, headers={"Content-Type": content_type,
                                                           "Cache-Control": "no-cache, private"})
     response.enable_chunked_encoding()
     try:
-        await response.prepare(request)
+        writer = await response.prepare(request)
+        if direct is not None:
+            direct(chunk_writer(request))
         async for chunk in chunks:
             await response.write(chunk)
+            if direct is not None and writer is not None:
+                await writer.drain()  # aiohttp counts only its own writes: wait while the connection is paused
         await response.write_eof()
     except ConnectionResetError:
         pass  # the client went away; its watcher is closed below
@@ -110,7 +142,7 @@ def build_server(api: "ApiServer", *, user: User | None = None) -> web.Server:
             return await result.upgrade(request)  # type: ignore[no-any-return]
         if result.stream is None:
             return respond(result)
-        return await stream(request, result.status, result.content_type, result.stream)
+        return await stream(request, result.status, result.content_type, result.stream, result.direct)
 
     return web.Server(handle, request_factory=limited_request, access_log=None, **HANDLER_ARGS,
                       **limits.server_args())

@@ -37,6 +37,10 @@ class ApiResponse:
     headers: dict[str, str] = field(default_factory=dict)
     #: for watches: the chunks of the streamed body (body is then empty)
     stream: AsyncIterator[bytes] | None = None
+    #: for watches, optionally: a transport that can write a chunk synchronously passes that writer here (after
+    #: the response has started, before it reads ``stream``); live events are then written as they are committed,
+    #: without waking the task that reads ``stream`` (which still gets whatever the writer refused)
+    direct: Callable[[Callable[[bytes], bool]], None] | None = None
     #: for connections that change protocol (pods/exec over WebSocket): the HTTP transport hands its request to
     #: this and answers with what it returns
     upgrade: Callable[[Any], Awaitable[Any]] | None = None

@@ -261,7 +261,9 @@ class ApiServer:
                                  parse_list_options(query, info.resource, info.name),
                                  self.settings.bookmark_interval_seconds)
             await stream.open()
-            return ApiResponse(200, stream=table.watch(stream.lines()) if table else stream.lines())
+            if table:
+                return ApiResponse(200, stream=table.watch(stream.lines()))
+            return ApiResponse(200, stream=stream.lines(), direct=stream.attach)
         if verb == "create":
             body = codec.decode_object(request.body, request.headers.get("Content-Type"))
             if sub == "binding":

@@ -8,7 +8,7 @@ HTTP 200 with one ERROR event carrying a 410 Status.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import orjson
@@ -64,6 +64,26 @@ def translate(event: Event, predicate: ObjectPredicate | None) -> bytes | None:
     return None
 
 
+def encode_batch(events: list[Event], predicate: ObjectPredicate | None) -> bytes:
+    """The lines of ``events`` for a watcher with ``predicate`` (b"" when none is for it). Without a predicate, the
+    bytes of the list the store hands to every watcher of a prefix are made once for all of them."""
+    global _last_batch
+    if predicate is None:
+        if len(events) == 1:
+            return translate(events[0], None) or b""
+        last = _last_batch
+        if last is not None and last[0] is events:
+            return last[1]
+        body = b"".join([translate(e, None) or b"" for e in events])
+        _last_batch = (events, body)
+        return body
+    return b"".join([line for line in (translate(e, predicate) for e in events) if line is not None])
+
+
+#: the last multi-event batch encoded without a predicate (the store passes one list to every watcher of a prefix)
+_last_batch: tuple[list[Event], bytes] | None = None
+
+
 class WatchStream:
     """Opens the store watch (errors surface before the response starts) and then streams it."""
 
@@ -99,6 +119,18 @@ class WatchStream:
             self.error = expired(f"too old resource version: {exc.requested} ({exc.compact_revision})")
         except FutureRevision as exc:
             self.error = timeout(f"Too large resource version: {exc.requested}, current: {exc.current}")
+
+    def attach(self, write: Callable[[bytes], bool]) -> None:
+        """Let ``write`` (a transport's synchronous chunk writer) take live events while ``lines()`` waits."""
+        if self.watcher is None:
+            return
+        predicate = self.predicate
+
+        def sink(events: list[Event]) -> bool:
+            body = encode_batch(events, predicate)
+            return write(body) if body else True
+
+        self.watcher.set_sink(sink)
 
     def _bookmark(self, revision: int, initial_end: bool = False) -> bytes:
         meta: dict[str, Any] = {"resourceVersion": str(revision)}
@@ -150,14 +182,9 @@ class WatchStream:
                     if bookmarks and not watcher.replaying:
                         yield self._bookmark(max(watcher.revision, self.store.revision))
                     continue
-                if len(batch) == 1:
-                    line = translate(batch[0], self.predicate)
-                    if line is not None:
-                        yield line
-                    continue
-                out = [line for line in (translate(e, self.predicate) for e in batch) if line is not None]
-                if out:
-                    yield b"".join(out)
+                body = encode_batch(batch, self.predicate)
+                if body:
+                    yield body
         finally:
             deadline.cancel()
             if ticker is not None:

@@ -4,15 +4,30 @@ A watcher is registered (subscribed) in the same synchronous step that fixes its
 in between is lost: the backlog (from memory, or replayed lazily from SQLite) covers revisions up to the
 subscription point and the live queue everything after it. A watcher that falls ``watcher_buffer`` events behind
 is closed rather than allowed to slow the writers; its client re-watches from the last revision it saw.
+
+A watcher's consumer may also give it a sink: while the consumer is parked waiting for events (so nothing is queued,
+replayed or in its hands), the hub passes a commit's events straight to the sink, which writes them out in the
+same step (a socket write) instead of waking the consumer's task. A sink that cannot take them (its socket's buffer
+is full, or it is closing) says so and the events are queued as before, so the order never changes. The events of
+one commit are matched once per distinct prefix and handed to every watcher of that prefix as the same list, so a
+sink can encode them once for all of those watchers.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+
+import structlog
 
 from minik.store.records import Event
+
+log = structlog.get_logger("minik.store.watch")
+
+#: takes a commit's events for one watcher, in order, and delivers them at once; False when it cannot (nothing of
+#: them was delivered then, and they are queued for the consumer instead)
+Sink = Callable[[list[Event]], bool]
 
 
 class Watcher:
@@ -37,6 +52,9 @@ class Watcher:
         self._wakeup = asyncio.Event()
         self._closed = False
         self._poked = False
+        #: the consumer is waiting in next_batch with nothing queued: events may go to the sink directly
+        self._parked = False
+        self._sink: Sink | None = None
 
     @property
     def closed(self) -> bool:
@@ -55,6 +73,30 @@ class Watcher:
             return
         self._queue.append(event)
         self._wakeup.set()
+
+    def set_sink(self, sink: Sink | None) -> None:
+        """Deliver events through ``sink`` whenever the consumer is parked in ``next_batch`` (see the module's
+        docstring); the consumer still gets every event the sink refused, in order."""
+        self._sink = sink
+
+    def _deliver(self, events: list[Event]) -> None:
+        """A commit's events under this watcher's prefix: to the sink when it may and can take them, else queued."""
+        if self._closed:
+            return
+        # parked and nothing queued: everything before these events is out (a woken consumer that has not run yet
+        # may still have refused events queued, which must go first)
+        if self._parked and not self._queue and self._sink is not None:
+            try:
+                delivered = self._sink(events)
+            except Exception as exc:  # noqa: BLE001 - a sink's bug must not fail the commit; the consumer gets them
+                log.error("watch sink failed", error=repr(exc))
+                self._sink = None
+                delivered = False
+            if delivered:
+                self.revision = events[-1].revision
+                return
+        for event in events:
+            self._push(event)
 
     def poke(self) -> None:
         """Make a waiting ``next_batch`` return [] now (a timer's way to get the consumer's attention)."""
@@ -124,18 +166,22 @@ class Watcher:
                 self._poked = False
                 return []
             self._wakeup.clear()
-            if deadline is None:
-                await self._wakeup.wait()
-            else:
-                remaining = deadline - loop.time()
-                if remaining <= 0:
-                    return []
-                # asyncio.timeout, unlike wait_for, does not wrap the wait in a new task at every wake-up
-                try:
-                    async with asyncio.timeout(remaining):
-                        await self._wakeup.wait()
-                except TimeoutError:
-                    return []
+            self._parked = True
+            try:
+                if deadline is None:
+                    await self._wakeup.wait()
+                else:
+                    remaining = deadline - loop.time()
+                    if remaining <= 0:
+                        return []
+                    # asyncio.timeout, unlike wait_for, does not wrap the wait in a new task at every wake-up
+                    try:
+                        async with asyncio.timeout(remaining):
+                            await self._wakeup.wait()
+                    except TimeoutError:
+                        return []
+            finally:
+                self._parked = False
 
 
 class WatchHub:
@@ -144,6 +190,8 @@ class WatchHub:
     def __init__(self, buffer: int) -> None:
         self._buffer = buffer
         self._watchers: set[Watcher] = set()
+        #: the watchers by prefix (insertion-ordered dicts used as sets): a commit is matched once per prefix
+        self._by_prefix: dict[str, dict[Watcher, None]] = {}
         self._replaying: set[Watcher] = set()
 
     def __len__(self) -> int:
@@ -158,11 +206,17 @@ class WatchHub:
         if replay is not None:
             self._replaying.add(watcher)
         self._watchers.add(watcher)
+        self._by_prefix.setdefault(prefix, {})[watcher] = None
         return watcher
 
     def unsubscribe(self, watcher: Watcher) -> None:
         self._watchers.discard(watcher)
         self._replaying.discard(watcher)
+        group = self._by_prefix.get(watcher.prefix)
+        if group is not None:
+            group.pop(watcher, None)
+            if not group:
+                del self._by_prefix[watcher.prefix]
 
     def replay_finished(self, watcher: Watcher) -> None:
         self._replaying.discard(watcher)
@@ -174,11 +228,12 @@ class WatchHub:
         return min(w.revision for w in self._replaying)
 
     def publish(self, events: list[Event]) -> None:
-        for watcher in list(self._watchers):
-            prefix = watcher.prefix
-            for event in events:
-                if event.key.startswith(prefix):
-                    watcher._push(event)
+        """Hand a commit's events, in revision order, to every watcher whose prefix they match."""
+        for prefix, group in list(self._by_prefix.items()):
+            matched = [event for event in events if event.key.startswith(prefix)]
+            if matched:
+                for watcher in list(group):
+                    watcher._deliver(matched)
 
     def close_all(self) -> None:
         for watcher in list(self._watchers):

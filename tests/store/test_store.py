@@ -275,3 +275,40 @@ async def test_the_compactor_catches_up_without_waiting_whole_intervals_when_his
                 await asyncio.sleep(0.05)
     finally:
         await s.close()
+
+
+async def test_a_watchers_sink_and_its_consumer_together_get_every_event_once_in_order(store: Store) -> None:
+    watcher = store.watch("/core/pods/", 0)
+    delivered: list[tuple[str, int]] = []
+    refuse = [False]
+
+    def sink(events: list) -> bool:
+        if refuse[0]:  # a full socket buffer: the events must wait in the watcher's queue, behind nothing
+            return False
+        delivered.extend(("sink", e.revision) for e in events)
+        return True
+
+    watcher.set_sink(sink)
+
+    async def consume() -> None:
+        while True:
+            try:
+                batch = await watcher.next_batch(100)
+            except StopAsyncIteration:
+                return
+            delivered.extend(("consumer", e.revision) for e in batch)
+
+    consumer = asyncio.create_task(consume())
+    await asyncio.sleep(0)  # the consumer parks: from now on commits go to the sink
+    for i in range(30):
+        refuse[0] = 10 <= i < 20
+        writes = [store.create(f"/core/pods/ns1/p{i}-{j}", pod(f"p{i}-{j}")) for j in range(3)]
+        await asyncio.gather(*writes)
+    await store.create("/core/configmaps/ns1/other", {"metadata": {"name": "other"}})  # not under the prefix
+    while watcher.revision < 90:
+        await asyncio.sleep(0.01)
+    await watcher.aclose()
+    await consumer
+    assert [revision for _, revision in delivered] == list(range(1, 91))
+    assert {who for who, _ in delivered} == {"sink", "consumer"}
+    assert watcher.revision == 90

@@ -72,12 +72,17 @@ class ObjectReader:
         record = self._store.get(resource.key(namespace, name))
         return record.object() if record is not None else None
 
-    async def list(self, group: str, version: str, plural: str, namespace: str | None = None) -> list[Obj]:
-        """Every current object of a kind (in one namespace, for namespaced kinds, when given)."""
+    async def list(self, group: str, version: str, plural: str, namespace: str | None = None,
+                   containing: bytes | None = None) -> list[Obj]:
+        """Every current object of a kind (in one namespace, for namespaced kinds, when given). With
+        ``containing``, only those whose stored JSON (compact, as the store writes it) has these bytes: a cheap
+        filter before decoding, for plugins that look for one field value on every request."""
         resource = self._registry.get(group, version, plural)
         if resource is None:
             return []
         listed = await self._store.list(resource.prefix(namespace))
+        if containing is not None:
+            return [record.object() for record in listed.items if containing in record.raw]
         return [record.object() for record in listed.items]
 
 

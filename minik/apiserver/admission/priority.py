@@ -45,7 +45,8 @@ class Priority:
     async def _global_default(self) -> Obj | None:
         """The global default class; if a race ever made two, the one with the lowest value (as Kubernetes)."""
         chosen: Obj | None = None
-        for pc in await self._reader.list(GROUP, VERSION, "priorityclasses"):
+        # every pod create asks: decode only the classes that can be the default
+        for pc in await self._reader.list(GROUP, VERSION, "priorityclasses", containing=b'"globalDefault":true'):
             if pc.get("globalDefault") is True and (chosen is None or pc.get("value", 0) < chosen.get("value", 0)):
                 chosen = pc
         return chosen
