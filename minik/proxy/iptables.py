@@ -66,6 +66,10 @@ def _alive(pid: int) -> bool:
     return True
 
 
+#: what iptables says when the rule or chain to remove does not exist
+_GONE = ("does a matching rule exist", "No chain/target/match by that name", "does not exist")
+
+
 async def _run(*args: str, stdin: bytes | None = None) -> str:
     process = await asyncio.create_subprocess_exec(*args, stdin=asyncio.subprocess.PIPE,
                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
@@ -139,10 +143,19 @@ class NatChain:
         for line in listing.splitlines():
             match = _JUMP.match(line)
             if match and match.group(3) == chain:
-                await _run(self.iptables, "-w", "5", "-t", TABLE, "-D", *shlex.split(line)[1:])
+                await self._unless_gone("-D", *shlex.split(line)[1:])
         if f"-N {chain}" in listing.splitlines():
-            await _run(self.iptables, "-w", "5", "-t", TABLE, "-F", chain)
-            await _run(self.iptables, "-w", "5", "-t", TABLE, "-X", chain)
+            await self._unless_gone("-F", chain)
+            await self._unless_gone("-X", chain)
+
+    async def _unless_gone(self, *args: str) -> None:
+        """Run a removal; a rule or chain that is gone already (another proxy starting on this machine removed the
+        same stale chain a moment before) is what was wanted, not an error."""
+        try:
+            await _run(self.iptables, "-w", "5", "-t", TABLE, *args)
+        except IptablesError as exc:
+            if not any(gone in str(exc) for gone in _GONE):
+                raise
 
     async def remove_stale(self) -> list[str]:
         """Remove the chains of minik proxies whose process is gone; the chains removed."""

@@ -163,7 +163,7 @@ async def test_deleting_a_service_closes_its_listeners_and_connections(proxied: 
     writer.close()
     assert await refused("127.0.0.1", node_port)
     assert PortKey(NS, "echo", "", "TCP") not in proxy.proxier.forwarders  # type: ignore[union-attr]
-    assert cluster_ip not in nat_rules()
+    await eventually(lambda: asyncio.to_thread(lambda: cluster_ip not in nat_rules()), what="its NAT rule removed")
 
 
 async def test_udp_service_ports_are_forwarded_per_client_in_turn(proxied: Cluster, api: Client,
@@ -253,3 +253,21 @@ async def test_the_chain_of_a_proxy_whose_process_is_gone_is_removed_by_the_next
         assert stale.name not in nat_rules()
     finally:
         await fresh.uninstall()
+
+
+async def test_two_proxies_removing_the_same_stale_chain_at_once_both_succeed() -> None:
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    pid = int(dead.stdout)
+    stale = NatChain("gone-node")
+    stale.name = f"MINIK-DEAD{pid:08X}"
+    stale.comment = f"minik proxy pid={pid} node=gone-node"
+    await stale.install()
+    first, second = NatChain("first-node"), NatChain("second-node")
+    try:
+        removed = await asyncio.gather(first.remove_stale(), second.remove_stale())
+        assert any(stale.name in r for r in removed)
+        assert stale.name not in nat_rules()
+    finally:
+        await first.uninstall()
+        await second.uninstall()
