@@ -567,13 +567,17 @@ def bench_watch(url: str, duration: float) -> dict[str, Any]:
         raise BenchError(f"minik configmap list: {status} {body[:500]!r}")
     rv = json.loads(body)["metadata"]["resourceVersion"]
     args = [sys.executable, __file__, "--_watch-client", url, rv, str(WATCHERS)]
-    with spawned(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                 text=True) as proc:
+    # the client's stderr goes to a file, not a pipe nobody reads while it runs (a full pipe would stall it)
+    with tempfile.TemporaryFile(mode="w+") as errors, \
+            spawned(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, text=True) as proc:
+        def tail() -> str:
+            errors.seek(0)
+            return errors.read()[-2000:]
+
         assert proc.stdin is not None and proc.stdout is not None
         line = proc.stdout.readline()
         if not line.startswith("READY"):
-            err = proc.stderr.read()[-2000:] if proc.poll() is not None and proc.stderr else ""
-            raise BenchError(f"watch client: {line.strip()!r} {err}")
+            raise BenchError(f"watch client: {line.strip()!r} {tail() if proc.poll() is not None else ''}")
         writer = run_loop(paced_writer(url, duration, WRITE_RATE))
         # let the last events arrive, then stop the watchers
         time.sleep(1.0)
@@ -585,7 +589,7 @@ def bench_watch(url: str, duration: float) -> dict[str, Any]:
                 result = json.loads(line[len("RESULT "):])
                 break
         if result is None:
-            raise BenchError(f"watch client gave no result: {proc.stderr.read()[-2000:] if proc.stderr else ''}")
+            raise BenchError(f"watch client gave no result: {tail()}")
     result["writer"] = writer
     result["expected_deliveries"] = writer["ok"] * WATCHERS
     return result
