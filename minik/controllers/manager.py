@@ -142,6 +142,12 @@ def _pod_gc(client: Client, factory: InformerFactory, s: ControllerSettings, r: 
                            period_seconds=s.pod_gc_period_seconds, quarantine_seconds=s.pod_gc_quarantine_seconds)
 
 
+def _token_cleaner(client: Client, factory: InformerFactory, s: ControllerSettings,
+                   r: Recorder | None) -> Controller:
+    from minik.controllers.tokencleaner import TokenCleaner
+    return TokenCleaner(client, factory, 1, s.clock, r)
+
+
 def _endpoints(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
     from minik.controllers.endpoints import EndpointsController
     return EndpointsController(client, s.workers, services=factory.informer("services"),  # type: ignore[return-value]
@@ -163,6 +169,7 @@ CONTROLLERS: dict[str, ControllerFactory] = {
     "taint-eviction": _taint_eviction,
     "event-ttl": _event_ttl,
     "pod-garbage-collector": _pod_gc,
+    "tokencleaner": _token_cleaner,
     "endpoints": _endpoints,
 }
 
