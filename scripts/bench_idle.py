@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -23,6 +24,10 @@ import urllib.request
 from pathlib import Path
 
 import benchlib
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from minik import kubeconfig  # noqa: E402
+from minik.kubeconfig import Endpoint  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 GOAL_MB = 80.0
@@ -55,9 +60,17 @@ def memory(pid: int) -> dict[str, float]:
     return fields
 
 
-def get_json(url: str) -> dict | None:
+def get_json(url: str, endpoint: Endpoint | None = None) -> dict | None:
+    """GET ``url`` as JSON; with ``endpoint`` (the cluster's kubeconfig), over HTTPS with its CA and token."""
+    request = urllib.request.Request(url)
+    context = None
+    if endpoint is not None:
+        if endpoint.token:
+            request.add_header("Authorization", f"Bearer {endpoint.token}")
+        made = endpoint.ssl_context()
+        context = made if isinstance(made, ssl.SSLContext) else None
     try:
-        with urllib.request.urlopen(url, timeout=2) as response:
+        with urllib.request.urlopen(request, timeout=2, context=context) as response:
             return json.loads(response.read()) if response.status == 200 else None
     except (urllib.error.URLError, ConnectionError, OSError, json.JSONDecodeError):
         return None
@@ -82,8 +95,12 @@ def _ok(url: str) -> bool:
 
 
 
-def node_ready(url: str) -> bool:
-    nodes = get_json(f"{url}/api/v1/nodes")
+def node_ready(kubeconfig_path: Path) -> bool:
+    """True once the cluster's kubeconfig is written and its API lists a Ready node."""
+    if not kubeconfig_path.exists():
+        return False
+    endpoint = kubeconfig.endpoint(kubeconfig_path)
+    nodes = get_json(f"{endpoint.server}/api/v1/nodes", endpoint)
     return bool(nodes) and any(c.get("type") == "Ready" and c.get("status") == "True"
                                for n in nodes["items"] for c in (n.get("status") or {}).get("conditions") or [])
 
@@ -129,13 +146,12 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-idle-") as tmp:
         data = Path(tmp) / "data"
         port = free_port()
-        url = f"http://127.0.0.1:{port}"
         minik = subprocess.Popen([sys.executable, "-m", "minik", "up", "--data-dir", str(data), "--port", str(port),
                                   "--runtime", args.runtime, "--log-file", os.devnull],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
         try:
-            wait_for(lambda: _ok(f"{url}/readyz"), minik, 30, "ready")
-            wait_for(lambda: node_ready(url), minik, 60, "local node Ready")
+            # `minik up` as users run it: HTTPS with its own CA; its kubeconfig says how to reach it
+            wait_for(lambda: node_ready(data / "kubeconfig"), minik, 60, "local node Ready")
             ours = settled_rss(minik, args.settle)
         finally:
             stop(minik)

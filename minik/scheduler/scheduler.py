@@ -34,9 +34,6 @@ from minik.scheduler.queue import (ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, ASSIGN
 
 log = structlog.get_logger("minik.scheduler")
 
-#: how long the scheduler leaves numpy unimported after it starts, unless a pod comes first: inside `minik up` the
-#: rest of the cluster is still starting then, and importing numpy (about 130 ms of CPU) would delay it
-NUMPY_IMPORT_DELAY_SECONDS = 1.0
 
 Obj = dict[str, Any]
 
@@ -218,10 +215,9 @@ class Scheduler:
         assert self.queue is not None
         first: QueuedPod | None = None
         if not NUMPY.loaded:
-            try:
-                first = await asyncio.wait_for(self.queue.pop(), NUMPY_IMPORT_DELAY_SECONDS)
-            except TimeoutError:
-                pass
+            # numpy (about 130 ms of CPU and 14 MB) waits for the first pod: a cluster that schedules nothing,
+            # idle or still starting, never pays for it
+            first = await self.queue.pop()
             await self.warm_up()
         while True:
             if first is not None:

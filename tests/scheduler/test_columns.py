@@ -77,9 +77,9 @@ def test_columns_follow_the_pods_added_to_and_removed_from_a_node() -> None:
     assert arrays.free_cpu.tolist() == [4000, 4000]
 
 
-def test_starting_a_cluster_with_its_scheduler_does_not_import_numpy() -> None:
-    """numpy costs about 130 ms to import: `minik up` must reach ready without it (the scheduler imports it in a
-    thread later, or at its first pod)."""
+def test_a_cluster_whose_scheduler_has_no_pod_yet_has_not_imported_numpy() -> None:
+    """numpy costs about 130 ms to import and 14 MB: `minik up` must reach ready, and idle, without it (the
+    scheduler imports it in a thread at its first pod)."""
     code = ("import asyncio, sys, tempfile\n"
             "from pathlib import Path\n"
             "from minik.cluster import Cluster, ClusterSettings\n"
@@ -90,11 +90,14 @@ def test_starting_a_cluster_with_its_scheduler_does_not_import_numpy() -> None:
             "        async with Cluster(settings) as cluster:\n"
             "            assert 'scheduler' in cluster.components\n"
             "            print('numpy imported:', 'numpy' in sys.modules)\n"
+            "            await asyncio.sleep(1.5)\n"
+            "            print('numpy imported when idle:', 'numpy' in sys.modules)\n"
             "asyncio.run(main())\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "numpy imported: False" in done.stdout, done.stdout
+    assert "numpy imported when idle: False" in done.stdout, done.stdout
 
 
 def test_a_lazy_module_imports_once_and_keeps_what_it_gave() -> None:
