@@ -113,7 +113,8 @@ def start_cluster(data: Path, port: int, nodes: int) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     log = open(data / "cluster.out", "ab")
     args = ["up", "--data-dir", str(data / "cluster"), "--port", str(port), "--sync", "NORMAL", "--no-node",
-            "--fake-nodes", str(nodes), "--disable", "proxy", "--log-level", "warning"]
+            "--fake-nodes", str(nodes), "--disable", "proxy", "--log-level", "warning",
+            "--insecure-loopback"]  # plain HTTP on loopback: the harness measures the cluster, not TLS
     return subprocess.Popen([sys.executable, "-m", "minik", *args], env=env, stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)
 
