@@ -229,9 +229,11 @@ class ResourceRest:
 
     async def patch(self, namespace: str | None, name: str, apply: Callable[[Obj], Obj], user: User,
                     subresource: str | None = None, dry_run: bool = False,
-                    fields: FieldManager | None = None) -> Record | Obj:
+                    fields: FieldManager | None = None, *, pure: bool = False) -> Record | Obj:
         """PATCH: ``apply`` turns the current object into the new one; re-run on the latest when another writer
-        got in between. A resourceVersion in the patched result is a precondition."""
+        got in between. A resourceVersion in the patched result is a precondition. ``pure``: ``apply`` builds a
+        new object and never changes the one it is given (merge patches); a status write then decodes the stored
+        object once rather than twice."""
 
         def mutate(current: Obj) -> Obj:
             result = apply(current)
@@ -240,16 +242,27 @@ class ResourceRest:
             return result
 
         return await self._guaranteed_update(namespace, name, mutate, user, subresource, None, dry_run,
-                                             patched=True, fields=fields)
+                                             patched=True, fields=fields,
+                                             shares=pure and subresource == "status")
 
     async def _guaranteed_update(self, namespace: str | None, name: str, mutate: Callable[[Obj], Obj], user: User,
                                  subresource: str | None, precondition: int | None, dry_run: bool,
-                                 patched: bool = False, fields: FieldManager | None = None) -> Record | Obj:
+                                 patched: bool = False, fields: FieldManager | None = None,
+                                 shares: bool = False) -> Record | Obj:
+        """``shares``: ``mutate`` may be given the current object itself, for a write that, like a status write,
+        changes nothing of it in place but its metadata (which is then copied here)."""
         key = self.resource.key(namespace, name)
         for _attempt in range(UPDATE_RETRIES):
             record = self.record(namespace, name)
             current = record.object()
-            new = mutate(record.object())
+            if shares:
+                new = mutate(current)
+                if new is current:
+                    new = mutate(record.object())
+                elif isinstance(new.get("metadata"), dict) and new["metadata"] is current.get("metadata"):
+                    new["metadata"] = dict(new["metadata"])
+            else:
+                new = mutate(record.object())
             if patched:
                 self._check_type(new)
                 self._check_namespace(new, namespace)

@@ -85,3 +85,22 @@ async def test_a_large_list_arrives_whole_and_the_connection_serves_the_next_req
         [f"big-{i}" for i in range(8)]
     status, one = await http.get("/api/v1/namespaces/default/configmaps/big-3")
     assert status == 200 and one["data"]["v"] == value
+
+
+async def test_a_status_patch_records_its_manager_and_leaves_the_rest_of_the_pod_as_stored(http) -> None:
+    _, created = await http.post(PODS, pod())
+    patch = {"status": {"conditions": [{"type": "example.com/Warm", "status": "True"}]}}
+    status, patched = await http.call("PATCH", f"{PODS}/web/status", patch,
+                                      content_type="application/strategic-merge-patch+json",
+                                      params={"fieldManager": "warmer"})
+    assert status == 200, patched
+    entries = {(e["manager"], e.get("subresource", "")) for e in patched["metadata"]["managedFields"]}
+    assert ("warmer", "status") in entries
+    assert {c["type"] for c in patched["status"]["conditions"]} >= {"example.com/Warm"}
+    assert patched["status"]["phase"] == created["status"]["phase"] and patched["spec"] == created["spec"]
+    _, stored = await http.get(f"{PODS}/web")
+    assert stored == patched
+    status, again = await http.call("PATCH", f"{PODS}/web/status", patch,
+                                    content_type="application/strategic-merge-patch+json",
+                                    params={"fieldManager": "warmer"})
+    assert status == 200 and again["metadata"]["resourceVersion"] == patched["metadata"]["resourceVersion"]
