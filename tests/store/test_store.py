@@ -275,14 +275,3 @@ async def test_the_compactor_catches_up_without_waiting_whole_intervals_when_his
                 await asyncio.sleep(0.05)
     finally:
         await s.close()
-
-
-async def test_an_update_said_to_change_the_object_needs_the_revision_it_was_compared_at(store: Store) -> None:
-    first = await store.create("/core/pods/ns1/a", pod("a"))
-    with pytest.raises(ValueError):
-        await store.update("/core/pods/ns1/a", pod("a", x=1), changed=True)
-    second = await store.update("/core/pods/ns1/a", pod("a", x=1), expected_revision=first.mod_revision,
-                                changed=True)
-    assert second.mod_revision == first.mod_revision + 1 and second.object()["spec"] == {"x": 1}
-    with pytest.raises(Conflict):  # the compare-and-swap still holds
-        await store.update("/core/pods/ns1/a", pod("a", x=2), expected_revision=first.mod_revision, changed=True)
