@@ -2,7 +2,8 @@
 
 A ``Strategy`` is pure: it mutates or inspects plain dicts and returns validation causes; it never does I/O.
 The API server calls, for a create: prepare_for_create -> default -> validate; for an update:
-prepare_for_update -> default -> validate_update.
+prepare_for_update -> default -> validate_update; for a write to the status subresource:
+prepare_for_status_update -> validate_status_update.
 """
 
 from __future__ import annotations
@@ -81,6 +82,12 @@ class Strategy:
         """Validate an update: the rules of create, plus metadata that may never change (name, uid, ...)."""
         return validation.validate_object_meta_update(obj.get("metadata"), old.get("metadata")) + \
             self.validate(obj)
+
+    def validate_status_update(self, obj: Obj, old: Obj) -> list[Cause]:
+        """Validate a write to the status subresource (after prepare_for_status_update, so everything but status
+        and some metadata is the old object's). By default as any update; kinds whose status is written often
+        (pods) validate only what such a write can change, as Kubernetes' status strategies do."""
+        return self.validate_update(obj, old)
 
     def field_set(self, obj: Obj) -> dict[str, str]:
         """The fields a fieldSelector may name for this kind (metadata.name, metadata.namespace always)."""

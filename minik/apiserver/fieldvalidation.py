@@ -19,6 +19,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import orjson
 import yaml
 
 from minik.api import schema
@@ -62,12 +63,13 @@ class FieldValidation:
     def patcher(self, apply: Callable[[Obj], Obj], body: bytes = b"", content_type: str | None = None
                 ) -> Callable[[Obj], Obj]:
         """``apply`` followed by the check of its result; fields given twice in a merge patch count too."""
-        duplicates = [] if codec.media_type(content_type) == codec.JSON_PATCH else \
-            self._duplicates(body, content_type)
+        kind = codec.media_type(content_type)
+        duplicates = [] if kind == codec.JSON_PATCH else self._duplicates(body, content_type)
+        guide = _patch_guide(body) if kind in (codec.MERGE_PATCH, codec.STRATEGIC_MERGE_PATCH) else None
 
         def patched(current: Obj) -> Obj:
             result = apply(current)
-            return self._check(result, duplicates) if isinstance(result, dict) else result
+            return self._check(result, duplicates, guide) if isinstance(result, dict) else result
 
         return patched
 
@@ -76,10 +78,10 @@ class FieldValidation:
             return []
         return duplicate_fields(body, content_type)
 
-    def _check(self, obj: Obj, duplicates: list[str]) -> Obj:
+    def _check(self, obj: Obj, duplicates: list[str], guide: Obj | None = None) -> Obj:
         if self.type_name is None or obj.get("kind", self.resource.kind) != self.resource.kind:
             return obj
-        unknown = prune(obj, self.type_name)
+        unknown = prune(obj, self.type_name) if guide is None else prune_patched(obj, guide, self.type_name)
         if self.directive != IGNORE:
             self._report([f'duplicate field "{path}"' for path in duplicates] +
                          [f'unknown field "{path}"' for path in unknown])
@@ -120,6 +122,51 @@ def prune(obj: Obj, type_name: str) -> list[str]:
     removed: list[str] = []
     _prune_object(obj, type_name, "", removed, schema.load())
     return removed
+
+
+def prune_patched(obj: Obj, patch: Obj, type_name: str) -> list[str]:
+    """``prune`` for the result of a merge or strategic merge ``patch`` of a stored object: the stored object was
+    pruned when it was written, so an unknown field can only be in what the patch set; only those parts are
+    walked (a status patch of one condition walks that condition, not the whole pod). Same result, same order."""
+    removed: list[str] = []
+    _prune_object_patched(obj, patch, type_name, "", removed, schema.load())
+    return removed
+
+
+def _prune_object_patched(obj: Obj, patch: Obj, type_name: str, path: str, removed: list[str],
+                          s: schema.Schema) -> None:
+    fields = s.fields(type_name)
+    for key in [k for k in obj if k in patch]:
+        if key not in fields:
+            removed.append(f"{path}{key}")
+            del obj[key]
+            continue
+        walk = fields[key]
+        if walk is not None:
+            _prune_value_patched(obj[key], patch[key], walk, f"{path}{key}", removed, s)
+
+
+def _prune_value_patched(value: Any, patch: Any, walk: tuple[str, Any], path: str, removed: list[str],
+                         s: schema.Schema) -> None:
+    how, inner = walk
+    if not isinstance(patch, dict) or how == "[]":  # set whole (or a list merged item by item): walk all of it
+        _prune_value(value, walk, path, removed, s)
+    elif how == "@":
+        if isinstance(value, dict):
+            _prune_object_patched(value, patch, inner, path + ".", removed, s)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if key in patch:
+                _prune_value_patched(item, patch[key], inner, f"{path}[{key}]", removed, s)
+
+
+def _patch_guide(body: bytes) -> Obj | None:
+    """The decoded merge patch, to guide ``prune_patched``; None (prune everything) when it is not a JSON object."""
+    try:
+        patch = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    return patch if isinstance(patch, dict) else None
 
 
 def _prune_object(obj: Obj, type_name: str, path: str, removed: list[str], s: schema.Schema) -> None:

@@ -57,6 +57,30 @@ def respond(response: ApiResponse) -> web.Response:
     return web.Response(status=response.status, body=response.body, headers=headers)
 
 
+#: bodies larger than this are written in slices of this size by a response that keeps no reference to them
+LARGE_BODY_BYTES = 256 * 1024
+
+
+async def send_large(request: web.BaseRequest, response: ApiResponse) -> web.StreamResponse:
+    """Send a large body (a full list) in slices, waiting for the connection to take each.
+
+    aiohttp keeps the last response of a keep-alive connection until its next request; a ``web.Response`` would
+    keep its body with it, so a connection that listed every pod once and then went idle would hold hundreds of
+    megabytes. This response never holds the body, and the slices keep the transport from copying it whole."""
+    headers = {"Content-Type": response.content_type}
+    if response.headers:
+        headers.update(response.headers)
+    out = web.StreamResponse(status=response.status, headers=headers)
+    body = response.body
+    out.content_length = len(body)
+    await out.prepare(request)
+    view = memoryview(body)
+    for start in range(0, len(body), LARGE_BODY_BYTES):
+        await out.write(view[start:start + LARGE_BODY_BYTES])
+    await out.write_eof()
+    return out
+
+
 def refused_body(error: StatusError = _TOO_LARGE) -> web.Response:
     """413 for a body over the limit (408 for one too slow to arrive); the connection is closed, as the rest of
     the body is not read."""
@@ -141,6 +165,8 @@ def build_server(api: "ApiServer", *, user: User | None = None) -> web.Server:
         if result.upgrade is not None:  # exec: the WebSocket relayed to the node's kubelet
             return await result.upgrade(request)  # type: ignore[no-any-return]
         if result.stream is None:
+            if len(result.body) > LARGE_BODY_BYTES and request.method != "HEAD":
+                return await send_large(request, result)
             return respond(result)
         return await stream(request, result.status, result.content_type, result.stream, result.direct)
 

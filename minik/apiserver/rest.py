@@ -12,6 +12,8 @@ import random
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
+import orjson
+
 from minik.api.errors import (Cause, StatusError, already_exists, bad_request, conflict, invalid, not_found)
 from minik.api.kinds.pods import assign_pod
 from minik.api.registry import ResourceType
@@ -81,6 +83,16 @@ def _gc_finalizers(finalizers: list[str], options: Obj, orphan_by_default: bool)
     if foreground:
         kept.append("foregroundDeletion")
     return kept
+
+
+def _copier(obj: Obj) -> Callable[[], Obj]:
+    """A function returning a fresh deep copy of ``obj`` each call: a JSON round trip (several times quicker than
+    copy.deepcopy), or copy.deepcopy for a value JSON cannot hold (the store refuses those later anyway)."""
+    try:
+        raw = orjson.dumps(obj)
+    except TypeError:
+        return lambda: copy.deepcopy(obj)
+    return lambda: orjson.loads(raw)  # type: ignore[no-any-return]
 
 
 #: called once a write is decided: True when it was stored, False when it was not (conflict, dry run, error)
@@ -207,18 +219,21 @@ class ResourceRest:
             raise bad_request(f"the name of the object ({body_name}) does not match the name on the URL ({name})")
         obj["metadata"]["name"] = name
         precondition = parse_resource_version(obj["metadata"].get("resourceVersion"))
+        copy_of = _copier(obj)
 
         def mutate(_current: Obj) -> Obj:
-            return copy.deepcopy(obj)
+            return copy_of()
 
         return await self._guaranteed_update(namespace, name, mutate, user, subresource, precondition, dry_run,
                                              fields=fields)
 
     async def patch(self, namespace: str | None, name: str, apply: Callable[[Obj], Obj], user: User,
                     subresource: str | None = None, dry_run: bool = False,
-                    fields: FieldManager | None = None) -> Record | Obj:
+                    fields: FieldManager | None = None, *, pure: bool = False) -> Record | Obj:
         """PATCH: ``apply`` turns the current object into the new one; re-run on the latest when another writer
-        got in between. A resourceVersion in the patched result is a precondition."""
+        got in between. A resourceVersion in the patched result is a precondition. ``pure``: ``apply`` builds a
+        new object and never changes the one it is given (merge patches); a status write then decodes the stored
+        object once rather than twice."""
 
         def mutate(current: Obj) -> Obj:
             result = apply(current)
@@ -227,16 +242,27 @@ class ResourceRest:
             return result
 
         return await self._guaranteed_update(namespace, name, mutate, user, subresource, None, dry_run,
-                                             patched=True, fields=fields)
+                                             patched=True, fields=fields,
+                                             shares=pure and subresource == "status")
 
     async def _guaranteed_update(self, namespace: str | None, name: str, mutate: Callable[[Obj], Obj], user: User,
                                  subresource: str | None, precondition: int | None, dry_run: bool,
-                                 patched: bool = False, fields: FieldManager | None = None) -> Record | Obj:
+                                 patched: bool = False, fields: FieldManager | None = None,
+                                 shares: bool = False) -> Record | Obj:
+        """``shares``: ``mutate`` may be given the current object itself, for a write that, like a status write,
+        changes nothing of it in place but its metadata (which is then copied here)."""
         key = self.resource.key(namespace, name)
         for _attempt in range(UPDATE_RETRIES):
             record = self.record(namespace, name)
             current = record.object()
-            new = mutate(record.object())
+            if shares:
+                new = mutate(current)
+                if new is current:
+                    new = mutate(record.object())
+                elif isinstance(new.get("metadata"), dict) and new["metadata"] is current.get("metadata"):
+                    new["metadata"] = dict(new["metadata"])
+            else:
+                new = mutate(record.object())
             if patched:
                 self._check_type(new)
                 self._check_namespace(new, namespace)
@@ -256,7 +282,11 @@ class ResourceRest:
                 if dry_run:
                     return new
                 try:
-                    stored = await self.store.update(key, new, expected_revision=record.mod_revision)
+                    if new == current:  # a no-op keeps the resourceVersion and tells no watcher
+                        stored = record
+                    else:  # the store need not compare again: it checks the object is still at this revision
+                        stored = await self.store.update(key, new, expected_revision=record.mod_revision,
+                                                         changed=True)
                     done = True
                 except Conflict:
                     if precondition is not None:
@@ -302,7 +332,8 @@ class ResourceRest:
         if self.strategy.tracks_generation and subresource is None and \
                 self.strategy.spec_of(new) != self.strategy.spec_of(current):
             meta["generation"] = int(old_meta.get("generation") or 0) + 1
-        causes = self.strategy.validate_update(new, current)
+        causes = self.strategy.validate_status_update(new, current) if subresource == "status" else \
+            self.strategy.validate_update(new, current)
         if causes:
             raise self._invalid(name, causes)
         await self.admission.validate(attrs)
@@ -357,7 +388,7 @@ class ResourceRest:
                 return current, False
             try:
                 stored = await self.store.update(self.resource.key(namespace, name), updated,
-                                                 expected_revision=record.mod_revision)
+                                                 expected_revision=record.mod_revision, changed=True)
             except Conflict:
                 continue
             except KeyNotFound:
@@ -413,7 +444,8 @@ class ResourceRest:
             record = self.record(namespace, name)
             pod = assign(record.object())
             try:
-                await self.store.update(key, pod, expected_revision=record.mod_revision)
+                # a binding always sets spec.nodeName, which was empty: the store need not look for a no-op
+                await self.store.update(key, pod, expected_revision=record.mod_revision, changed=True)
                 return
             except Conflict:
                 continue

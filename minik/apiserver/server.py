@@ -300,7 +300,8 @@ class ApiServer:
                 return _object_response(result, status, fields.headers)
             apply = fields.patcher(_patcher(request.body, content_type, info.resource), request.body, content_type)
             patched = await rest.patch(info.namespace, info.name or "", apply, user, sub, dry_run,
-                                       FieldManager.for_request(info.resource, request, verb, sub))
+                                       FieldManager.for_request(info.resource, request, verb, sub),
+                                       pure=codec.media_type(content_type) in _PURE_PATCHES)
             return _object_response(patched, 200, fields.headers)
         if verb == "delete":
             options = _delete_options(request.body, request.headers.get("Content-Type"), query)
@@ -376,6 +377,10 @@ def _dry_run(query: Mapping[str, str]) -> bool:
     if value != "All":
         raise bad_request(f'dryRun: Unsupported value: "{value}": supported values: "All"')
     return True
+
+
+#: patch types whose functions build a new object and never change the one they are given
+_PURE_PATCHES = (codec.MERGE_PATCH, codec.STRATEGIC_MERGE_PATCH)
 
 
 def _patcher(body: bytes, content_type: str | None, resource: ResourceType,

@@ -62,6 +62,8 @@ class _Write:
     obj: dict[str, Any] | None
     expected_revision: int | None
     future: asyncio.Future[Record]
+    #: the writer compared ``obj`` with the object at ``expected_revision`` and found it differs
+    changed: bool = False
 
 
 def _set_revision(obj: dict[str, Any], revision: int) -> None:
@@ -349,20 +351,26 @@ class Store:
         """Store a new object under ``key``; KeyExists if one is there. ``obj`` gets its resourceVersion set."""
         return await self._submit(EventType.ADDED, key, obj, None)
 
-    async def update(self, key: str, obj: dict[str, Any], expected_revision: int | None = None) -> Record:
+    async def update(self, key: str, obj: dict[str, Any], expected_revision: int | None = None, *,
+                     changed: bool = False) -> Record:
         """Replace the object under ``key``. With ``expected_revision``, only if the stored object is still at
-        that revision (Conflict otherwise). An update that changes nothing returns the stored record as it is."""
-        return await self._submit(EventType.MODIFIED, key, obj, expected_revision)
+        that revision (Conflict otherwise). An update that changes nothing returns the stored record as it is;
+        ``changed`` (with ``expected_revision``) says the caller has already compared ``obj`` with the object at
+        that revision and found it differs, so the store does not decode it to compare again."""
+        if changed and expected_revision is None:
+            raise ValueError("changed=True needs the expected_revision it was compared at")
+        return await self._submit(EventType.MODIFIED, key, obj, expected_revision, changed)
 
     async def delete(self, key: str, expected_revision: int | None = None) -> Record:
         """Remove the object under ``key``; returns its last state, carrying the deletion's revision."""
         return await self._submit(EventType.DELETED, key, None, expected_revision)
 
-    async def _submit(self, typ: EventType, key: str, obj: dict[str, Any] | None, expected: int | None) -> Record:
+    async def _submit(self, typ: EventType, key: str, obj: dict[str, Any] | None, expected: int | None,
+                      changed: bool = False) -> Record:
         if self._closing:
             raise StoreClosed("the store is closing")
         future: asyncio.Future[Record] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait(_Write(typ, key, obj, expected, future))
+        self._queue.put_nowait(_Write(typ, key, obj, expected, future, changed))
         return await future
 
     async def _run_writer(self) -> None:
@@ -419,7 +427,7 @@ class Store:
                     if write.type is EventType.MODIFIED:
                         assert write.obj is not None
                         _set_revision(write.obj, current.mod_revision)
-                        if write.obj == current.object():
+                        if not write.changed and write.obj == current.object():
                             outcomes.append((write, current))  # a no-op keeps the revision and tells no one
                             continue
                         revision += 1

@@ -141,3 +141,20 @@ def test_warning_values_quote_like_rfc_7234() -> None:
     checker = fieldvalidation.FieldValidation(resource, {}, "create")
     checker.object({"kind": "Pod", "a": 1, "b": 2})
     assert checker.headers == {"Warning": '299 - "unknown field \\"a\\"", 299 - "unknown field \\"b\\""'}
+
+
+def test_pruning_a_patch_result_finds_the_unknown_fields_the_patch_brought_in_their_order() -> None:
+    from minik.api import schema
+    from minik.apiserver.patch import strategic_merge_patch
+
+    pod_type = schema.load().type_of_kind("v1", "Pod")
+    stored = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "labels": {"a": "b"}},
+              "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+              "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+    patch = {"status": {"conditions": [{"type": "Ready", "status": "False", "bogus": 1}], "phaze": "x"},
+             "spec": {"nodeNam": "n1"}, "metadata": {"labels": {"c": "d"}}}
+    merged = strategic_merge_patch(orjson.loads(orjson.dumps(stored)), patch, "Pod")
+    whole = orjson.loads(orjson.dumps(merged))
+    assert fieldvalidation.prune_patched(merged, patch, pod_type) == fieldvalidation.prune(whole, pod_type) == \
+        ["spec.nodeNam", "status.conditions[0].bogus", "status.phaze"]
+    assert merged == whole

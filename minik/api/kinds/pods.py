@@ -73,6 +73,65 @@ def validate_pod_update(pod: Obj, old: Obj) -> Causes:
     return causes
 
 
+#: the conditions the system owns; any other condition type must be a qualified name (Kubernetes'
+#: validatePodConditions)
+SYSTEM_POD_CONDITIONS = frozenset(("PodScheduled", "Ready", "Initialized"))
+
+
+def _validate_ips(status: Obj, field: str) -> Causes:
+    entries = status.get(field)
+    if entries is None:
+        return []
+    if not isinstance(entries, list):
+        return [v.type_invalid(f"status.{field}", entries, "must be a list")]
+    causes: Causes = []
+    seen: set[str] = set()
+    for i, entry in enumerate(entries):
+        path = v.index(f"status.{field}", i)
+        ip = entry.get("ip") if isinstance(entry, dict) else None
+        if not isinstance(ip, str):
+            causes.append(v.type_invalid(v.child(path, "ip"), ip, "must be a string"))
+            continue
+        causes += [v.invalid(path, ip, message) for message in v.is_valid_ip(ip)]
+        if ip in seen:
+            causes.append(v.duplicate(path, entry))
+        seen.add(ip)
+    return causes
+
+
+def validate_pod_status(status: Any) -> Causes:
+    """Kubernetes' checks of a pod's status on a status write: condition types, the nominated node's name, and the
+    pod's and host's IPs."""
+    if status is None:
+        return []
+    if not isinstance(status, dict):
+        return [v.type_invalid("status", status, "must be an object")]
+    causes: Causes = []
+    conditions = status.get("conditions")
+    if conditions is not None and not isinstance(conditions, list):
+        causes.append(v.type_invalid("status.conditions", conditions, "must be a list"))
+    for i, condition in enumerate(conditions if isinstance(conditions, list) else []):
+        if not isinstance(condition, dict):
+            causes.append(v.type_invalid(v.index("status.conditions", i), condition, "must be an object"))
+            continue
+        kind = condition.get("type")
+        if kind in SYSTEM_POD_CONDITIONS:
+            continue
+        path = v.child(v.index("status.conditions", i), "Type")
+        if not isinstance(kind, str):
+            causes.append(v.type_invalid(path, kind, "must be a string"))
+        else:
+            causes += [v.invalid(path, kind, message) for message in v.is_qualified_name(kind)]
+    nominated = status.get("nominatedNodeName")
+    if nominated:
+        if not isinstance(nominated, str):
+            causes.append(v.type_invalid("status.nominatedNodeName", nominated, "must be a string"))
+        else:
+            causes += [v.invalid("status.nominatedNodeName", nominated, message)
+                       for message in v.is_dns1123_subdomain(nominated)]
+    return causes + _validate_ips(status, "podIPs") + _validate_ips(status, "hostIPs")
+
+
 def assign_pod(pod: Obj, node_name: str, now: str) -> None:
     """What a Binding does to its pod: set spec.nodeName (once) and the PodScheduled condition. ValueError with
     Kubernetes' message when the pod is already assigned or being deleted (the API answers 409 Conflict)."""
@@ -124,6 +183,13 @@ class PodStrategy(Strategy):
         return v.validate_object_meta_update(obj.get("metadata"), old.get("metadata")) + \
             self._validate_pod(obj) + validate_pod_update(obj, old)
 
+    def validate_status_update(self, obj: Obj, old: Obj) -> Causes:
+        """Kubernetes' ValidatePodStatusUpdate: the spec and the metadata that could fail validation are the old
+        pod's (prepare_for_status_update copies them), so only what may never change and the status itself are
+        checked; the pod's spec is not validated again on every status write."""
+        return v.validate_object_meta_update(obj.get("metadata"), old.get("metadata")) + \
+            validate_pod_status(obj.get("status"))
+
     def field_set(self, obj: Obj) -> dict[str, str]:
         fields = super().field_set(obj)
         spec, status = dict_at(obj, "spec"), dict_at(obj, "status")
@@ -154,4 +220,4 @@ class PodStrategy(Strategy):
         return 1 if seconds < 0 else seconds
 
 
-__all__ = ["PodStrategy", "assign_pod", "validate_pod_update", "validate_tolerations", "POD_UPDATE_FORBIDDEN"]
+__all__ = ["PodStrategy", "assign_pod", "validate_pod_status", "validate_pod_update", "validate_tolerations", "POD_UPDATE_FORBIDDEN"]
