@@ -24,7 +24,6 @@ import platform
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,8 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import benchlib
 
 ROOT = Path(__file__).resolve().parent.parent
 CONNECTIONS = 32
@@ -61,11 +62,6 @@ def run_loop(main: Any) -> Any:
         return asyncio.run(main)
     return uvloop.run(main)
 
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def stop_process(proc: subprocess.Popen[Any], timeout: float = 10.0) -> None:
@@ -224,7 +220,7 @@ def describe(result: dict[str, Any]) -> str:
 # anchor A: etcd
 
 def bench_etcd(tmp: Path, duration: float, threads: int) -> dict[str, Any]:
-    client, peer = free_port(), free_port()
+    client, peer = benchlib.free_port(), benchlib.free_port()
     client_url, peer_url = f"http://127.0.0.1:{client}", f"http://127.0.0.1:{peer}"
     data_dir = Path(tempfile.mkdtemp(prefix="etcd-", dir=tmp))
     log_path = tmp / "etcd.log"
@@ -272,7 +268,7 @@ def hello_server(port: int) -> None:
 
 
 def bench_hello(duration: float, threads: int, tmp: Path) -> dict[str, Any]:
-    port = free_port()
+    port = benchlib.free_port()
     with spawned([sys.executable, __file__, "--_hello-server", str(port)], stdin=subprocess.DEVNULL,
                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
         url = f"http://127.0.0.1:{port}/"

@@ -18,7 +18,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,11 +35,6 @@ from minik.client import Client  # noqa: E402
 CONNECTIONS = 32
 Obj = dict[str, Any]
 
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_cluster(data: Path, port: int, nodes: int) -> subprocess.Popen[bytes]:
@@ -191,7 +185,7 @@ def main() -> None:
     print(f"before: {conditions()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="minik-bench-ctrl-") as tmp:
         data = Path(tmp)
-        port = free_port()
+        port = benchlib.free_port()
         cluster = start_cluster(data, port, args.nodes)
         try:
             result = asyncio.run(measure(f"http://127.0.0.1:{port}", args.replicas, args.nodes))

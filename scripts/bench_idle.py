@@ -13,7 +13,6 @@ import argparse
 import json
 import os
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -31,23 +30,6 @@ from minik.kubeconfig import Endpoint  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 GOAL_MB = 80.0
-BARE_APP = """
-import sys
-from aiohttp import web
-
-async def ready(request):
-    return web.Response(text="ok")
-
-app = web.Application()
-app.router.add_get("/readyz", ready)
-web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), access_log=None, print=None)
-"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def memory(pid: int) -> dict[str, float]:
@@ -145,7 +127,7 @@ def main() -> int:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     with tempfile.TemporaryDirectory(prefix="bench-idle-") as tmp:
         data = Path(tmp) / "data"
-        port = free_port()
+        port = benchlib.free_port()
         minik = subprocess.Popen([sys.executable, "-m", "minik", "up", "--data-dir", str(data), "--port", str(port),
                                   "--runtime", args.runtime, "--log-file", os.devnull],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
@@ -157,8 +139,8 @@ def main() -> int:
             stop(minik)
             remove_containers(data)
         bare_script = Path(tmp) / "bare.py"
-        bare_script.write_text(BARE_APP)
-        port = free_port()
+        bare_script.write_text(benchlib.BARE_APP)
+        port = benchlib.free_port()
         bare = subprocess.Popen([sys.executable, str(bare_script), str(port)], stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
         try:

@@ -23,7 +23,6 @@ import re
 import shutil
 import statistics
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -40,11 +39,6 @@ from minik.client import Client  # noqa: E402
 HTTPD = "mkdir -p /www && head -c 512 /dev/zero | tr '\\0' x > /www/index.html && exec httpd -f -p 8080 -h /www"
 UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def conditions() -> dict[str, Any]:
@@ -135,7 +129,7 @@ def main() -> int:
         print("bench_proxy: needs wrk (apt-get install wrk)", file=sys.stderr)
         return 1
     data = Path(tempfile.mkdtemp(prefix="bench-proxy-"))
-    port = free_port()
+    port = benchlib.free_port()
     cidr = f"10.{random.randint(128, 250)}.{random.randint(0, 255)}.0/24"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     up = subprocess.Popen([sys.executable, "-m", "minik", "up", "--data-dir", str(data), "--port", str(port),

@@ -30,7 +30,6 @@ import contextlib
 import os
 import random
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -62,11 +61,6 @@ Obj = dict[str, Any]
 class BudgetExceeded(Exception):
     pass
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -484,7 +478,7 @@ def main() -> int:
     tmp = tempfile.mkdtemp(prefix="minik-bench-scale-") if args.keep is None else str(args.keep)
     data = Path(tmp)
     data.mkdir(parents=True, exist_ok=True)
-    port = free_port()
+    port = benchlib.free_port()
     proc = start_cluster(data, port, nodes)
     code = 0
     try:

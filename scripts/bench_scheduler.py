@@ -22,7 +22,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -38,11 +37,6 @@ ROOT = Path(__file__).resolve().parent.parent
 ANCHOR = 680.0
 NAMESPACE = "default"
 
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start(args: list[str], data: Path, name: str) -> subprocess.Popen[bytes]:
@@ -253,7 +247,7 @@ async def measure(url: str, nodes: int, running: int, pods: int, workload: str,
 def run(nodes: int, running: int, pods: int, workload: str, separate: bool) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="minik-bench-sched-") as tmp:
         data = Path(tmp)
-        port = free_port()
+        port = benchlib.free_port()
         url = f"http://127.0.0.1:{port}"
         disabled = "controllers,node,proxy" + (",scheduler" if separate else "")
         cluster = start(["up", "--data-dir", str(data / "cluster"), "--port", str(port), "--sync", "NORMAL",

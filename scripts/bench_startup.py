@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import ssl
 import statistics
 import subprocess
@@ -25,23 +24,6 @@ from pathlib import Path
 
 import benchlib
 
-BARE_APP = """
-import sys
-from aiohttp import web
-
-async def ready(request):
-    return web.Response(text="ok")
-
-app = web.Application()
-app.router.add_get("/readyz", ready)
-web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), access_log=None, print=None)
-"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def time_to_ready(command: list[str], port: int, timeout: float = 20.0, scheme: str = "http") -> float:
@@ -82,11 +64,11 @@ def main() -> int:
     bare_times: list[float] = []
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
         bare = Path(tmp) / "bare.py"
-        bare.write_text(BARE_APP)
+        bare.write_text(benchlib.BARE_APP)
         for run in range(args.runs):  # interleaved, so both see the same machine
-            port = free_port()
+            port = benchlib.free_port()
             bare_times.append(time_to_ready([sys.executable, str(bare), str(port)], port))
-            port = free_port()
+            port = benchlib.free_port()
             data = Path(tmp) / f"data-{run}"
             minik_times.append(time_to_ready([sys.executable, "-m", "minik", "up", "--data-dir", str(data),
                                               "--port", str(port), "--log-file", os.devnull], port,

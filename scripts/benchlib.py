@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -85,3 +86,24 @@ def table(rows: list[dict[str, Any]]) -> str:
                          for i, (v, w) in enumerate(zip(values, widths))).rstrip()
 
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(c) for c in cells)])
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+#: the anchor of the start-up and footprint benchmarks: an aiohttp app that answers /readyz (run with its port)
+BARE_APP = """
+import sys
+from aiohttp import web
+
+async def ready(request):
+    return web.Response(text="ok")
+
+app = web.Application()
+app.router.add_get("/readyz", ready)
+web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), access_log=None, print=None)
+"""

@@ -238,7 +238,8 @@ async def test_stopping_the_proxy_removes_its_nat_chain(proxied: Cluster) -> Non
     assert name not in nat_rules()
 
 
-async def test_the_chain_of_a_proxy_whose_process_is_gone_is_removed_by_the_next_proxy() -> None:
+async def dead_proxy_chain() -> NatChain:
+    """The NAT chain a proxy left behind when its process died (named after a PID that no longer runs)."""
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True, check=True)
     pid = int(dead.stdout)
@@ -246,6 +247,11 @@ async def test_the_chain_of_a_proxy_whose_process_is_gone_is_removed_by_the_next
     stale.name = f"MINIK-DEAD{pid:08X}"
     stale.comment = f"minik proxy pid={pid} node=gone-node"
     await stale.install()
+    return stale
+
+
+async def test_the_chain_of_a_proxy_whose_process_is_gone_is_removed_by_the_next_proxy() -> None:
+    stale = await dead_proxy_chain()
     assert f"-N {stale.name}" in nat_rules()
     fresh = NatChain("fresh-node")
     try:
@@ -256,13 +262,7 @@ async def test_the_chain_of_a_proxy_whose_process_is_gone_is_removed_by_the_next
 
 
 async def test_two_proxies_removing_the_same_stale_chain_at_once_both_succeed() -> None:
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                          text=True, check=True)
-    pid = int(dead.stdout)
-    stale = NatChain("gone-node")
-    stale.name = f"MINIK-DEAD{pid:08X}"
-    stale.comment = f"minik proxy pid={pid} node=gone-node"
-    await stale.install()
+    stale = await dead_proxy_chain()
     first, second = NatChain("first-node"), NatChain("second-node")
     try:
         removed = await asyncio.gather(first.remove_stale(), second.remove_stale())
