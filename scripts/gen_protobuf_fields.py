@@ -238,16 +238,9 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="fail if the file is out of date")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
-    text = render(Generator(args.checkouts).run(roots(), args.release))
-    if args.check:
-        current = args.out.read_text() if args.out.exists() else ""
-        if current != text:
-            print(f"{args.out} is out of date: run scripts/gen_protobuf_fields.py", file=sys.stderr)
-            return 1
-        return 0
-    args.out.write_text(text)
-    print(f"wrote {args.out} ({len(text) // 1024} KiB)")
-    return 0
+    from generated import write_or_check  # beside this script
+
+    return write_or_check(args.out, render(Generator(args.checkouts).run(roots(), args.release)), args.check, "scripts/gen_protobuf_fields.py")
 
 
 if __name__ == "__main__":
