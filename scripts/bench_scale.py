@@ -282,38 +282,31 @@ async def churn(session: aiohttp.ClientSession, data: Path, pods: int, seconds: 
     headers = {"Content-Type": "application/strategic-merge-patch+json"}
     tasks: set[asyncio.Task[None]] = set()
 
+    async def timed(method: str, path: str, samples: list[float], **request: Any) -> None:
+        """One request: its latency in ``samples`` when it answers 200, else a failure; its slot released."""
+        began = time.perf_counter()
+        try:
+            async with session.request(method, path, timeout=REQUEST_TIMEOUT, **request) as r:
+                await r.read()
+                if r.status != 200:
+                    failures.append(f"{method} {r.status}")
+                    return
+            samples.append((time.perf_counter() - began) * 1000)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            failures.append(f"{method} {exc!r}")
+        finally:
+            in_flight.release()
+
     async def write(i: int) -> None:
         namespace, name = random.choice(names)
         patch = {"status": {"conditions": [{"type": "bench.minik.io/Churn", "status": "True",
                                             "reason": "Churn", "message": str(i)}]}}
-        began = time.perf_counter()
-        try:
-            async with session.patch(f"/api/v1/namespaces/{namespace}/pods/{name}/status", data=orjson.dumps(patch),
-                                     headers=headers, timeout=REQUEST_TIMEOUT) as r:
-                await r.read()
-                if r.status != 200:
-                    failures.append(f"PATCH {r.status}")
-                    return
-            write_ms.append((time.perf_counter() - began) * 1000)
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            failures.append(f"PATCH {exc!r}")
-        finally:
-            in_flight.release()
+        await timed("PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}/status", write_ms,
+                    data=orjson.dumps(patch), headers=headers)
 
     async def get() -> None:
         namespace, name = random.choice(names)
-        began = time.perf_counter()
-        try:
-            async with session.get(f"/api/v1/namespaces/{namespace}/pods/{name}", timeout=REQUEST_TIMEOUT) as r:
-                await r.read()
-                if r.status != 200:
-                    failures.append(f"GET {r.status}")
-                    return
-            get_ms.append((time.perf_counter() - began) * 1000)
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            failures.append(f"GET {exc!r}")
-        finally:
-            in_flight.release()
+        await timed("GET", f"/api/v1/namespaces/{namespace}/pods/{name}", get_ms)
 
     async def paced(rate: float, work: Any) -> int:
         began = time.perf_counter()
