@@ -66,8 +66,10 @@ def _alive(pid: int) -> bool:
     return True
 
 
-#: what iptables says when the rule or chain to remove does not exist
-_GONE = ("does a matching rule exist", "No chain/target/match by that name", "does not exist")
+#: what iptables says when the rule or chain to remove does not exist; the nf_tables back end reports a rule deleted
+#: by someone else between our listing and our delete as "RULE_DELETE failed (No such file or directory)"
+_GONE = ("does a matching rule exist", "No chain/target/match by that name", "does not exist",
+         "No such file or directory")
 
 
 async def _run(*args: str, stdin: bytes | None = None) -> str:
