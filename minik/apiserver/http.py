@@ -44,6 +44,8 @@ async def read_body(request: web.BaseRequest, timeout_seconds: float | None = No
     if not request.body_exists:
         return b""
     try:
+        if request.content.is_eof():  # all of it came with the headers (most requests): no timer to arm
+            return await request.read()
         async with asyncio.timeout(timeout_seconds):
             return await request.read()
     except web.HTTPRequestEntityTooLarge:

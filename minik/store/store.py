@@ -66,6 +66,13 @@ class _Write:
     changed: bool = False
 
 
+def type_prefix(key: str) -> str:
+    """The "/group/plural/" a key starts with (the whole key when it has fewer parts)."""
+    first = key.find("/", 1)
+    second = key.find("/", first + 1) if first >= 0 else -1
+    return key[:second + 1] if second >= 0 else key
+
+
 def _set_revision(obj: dict[str, Any], revision: int) -> None:
     obj.setdefault("metadata", {})["resourceVersion"] = str(revision)
 
@@ -83,6 +90,9 @@ class Store:
         #: so the (key, prev_rev) unique index still holds
         self._tombstones: dict[str, int] = {}
         self._revision = 0
+        #: the revision of the newest write under each type prefix ("/group/plural/") since the store opened
+        self._type_revisions: dict[str, int] = {}
+        self._opened_revision = 0
         self._compact_revision = 0
         self._events: deque[Event] = deque(maxlen=settings.event_window)
         #: every event after this revision is in ``_events``
@@ -147,7 +157,7 @@ class Store:
             self._compact_revision = int(row[0]) if row else 0
         # compaction may have removed the newest deletion marker, but never past the compact revision
         self._revision = max(max_rev, self._compact_revision)
-        self._events_floor = self._revision
+        self._events_floor = self._opened_revision = self._revision
         log.info("store loaded", path=str(self.settings.path), objects=len(self._state), revision=self._revision,
                  compact_revision=self._compact_revision, seconds=round(time.perf_counter() - started, 3))
 
@@ -188,6 +198,12 @@ class Store:
     def get(self, key: str) -> Record | None:
         result: Record | None = self._state.get(key)
         return result
+
+    def changed_at(self, type_prefix: str) -> int:
+        """A revision that changes whenever anything under ``type_prefix`` ("/group/plural/", as the registry makes
+        keys) is written: the newest such write since the store opened, else the revision it opened at. What is
+        worked out from a type's objects stays valid while this stays the same."""
+        return self._type_revisions.get(type_prefix, self._opened_revision)
 
     def count(self, prefix: str) -> int:
         end = prefix_end(prefix)
@@ -480,6 +496,9 @@ class Store:
                 self._events_floor = window[0].revision
             window.append(event)
         self._revision = revision
+        types = self._type_revisions
+        for event in events:
+            types[type_prefix(event.key)] = event.revision
         self._hub.publish(events)
         changed, self._revision_changed = self._revision_changed, asyncio.Event()
         changed.set()

@@ -35,6 +35,17 @@ async def test_a_pod_naming_no_class_gets_priority_zero_until_a_class_is_the_glo
     assert (spec["priorityClassName"], spec["priority"], spec["preemptionPolicy"]) == ("everyday", 50, "Never")
 
 
+async def test_a_default_class_that_stops_being_the_default_or_goes_away_stops_applying_at_once(http) -> None:
+    await http.post(CLASSES, priority_class("everyday", 50, globalDefault=True))
+    assert (await http.post(PODS, pod("first")))[1]["spec"]["priority"] == 50
+    await http.patch(f"{CLASSES}/everyday", {"globalDefault": False})
+    assert (await http.post(PODS, pod("second")))[1]["spec"]["priority"] == 0
+    await http.patch(f"{CLASSES}/everyday", {"globalDefault": True})
+    assert (await http.post(PODS, pod("third")))[1]["spec"]["priority"] == 50
+    await http.delete(f"{CLASSES}/everyday")
+    assert (await http.post(PODS, pod("fourth")))[1]["spec"]["priority"] == 0
+
+
 async def test_an_unknown_class_is_forbidden_as_kubernetes_says_it(http) -> None:
     status, body = await http.post(PODS, pod("lost", priorityClassName="missing"))
     assert status == 403

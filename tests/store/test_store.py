@@ -312,3 +312,14 @@ async def test_a_watchers_sink_and_its_consumer_together_get_every_event_once_in
     assert [revision for _, revision in delivered] == list(range(1, 91))
     assert {who for who, _ in delivered} == {"sink", "consumer"}
     assert watcher.revision == 90
+
+
+async def test_a_types_change_revision_moves_with_every_write_under_it_and_no_other(store: Store) -> None:
+    opened = store.changed_at("/core/pods/")
+    created = await store.create("/core/pods/ns1/a", {"metadata": {"name": "a"}})
+    assert store.changed_at("/core/pods/") == created.mod_revision
+    await store.create("/core/configmaps/ns1/b", {"metadata": {"name": "b"}})
+    assert store.changed_at("/core/pods/") == created.mod_revision
+    deleted = await store.delete("/core/pods/ns1/a")
+    assert store.changed_at("/core/pods/") == deleted.mod_revision
+    assert store.changed_at("/apps/deployments/") == opened == 0

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from minik.api.registry import Registry, ResourceType
 from minik.apiserver.request import ApiRequest, User
 from minik.apiserver.requestinfo import RequestInfo
-from minik.store import Store
+from minik.store import Record, Store
 
 Obj = dict[str, Any]
 
@@ -59,18 +59,41 @@ class Attributes:
 
 
 class ObjectReader:
-    """Read access to current objects, for admission plugins (Kubernetes uses listers for this)."""
+    """Read access to current objects, for admission plugins (Kubernetes uses listers for this).
+
+    What it returns is shared between requests and must not be changed: a plugin that wants to change a copy
+    makes one. Every pod create reads its namespace twice and looks for a default PriorityClass, so decoded
+    objects are kept while their stored version is current, and a filtered list (``containing``) while nothing
+    of its type was written."""
+
+    #: decoded objects kept; the cache starts over when full (namespaces and classes are few, pods many)
+    CACHED_OBJECTS = 1024
 
     def __init__(self, store: Store, registry: Registry) -> None:
         self._store = store
         self._registry = registry
+        self._decoded: dict[str, tuple[Record, Obj]] = {}
+        self._lists: dict[tuple[str, bytes | None], tuple[int, list[Record]]] = {}
 
     def get(self, group: str, version: str, plural: str, namespace: str | None, name: str) -> Obj | None:
         resource = self._registry.get(group, version, plural)
         if resource is None:
             return None
-        record = self._store.get(resource.key(namespace, name))
-        return record.object() if record is not None else None
+        key = resource.key(namespace, name)
+        record = self._store.get(key)
+        if record is None:
+            return None
+        return self._object(record)
+
+    def _object(self, record: Record) -> Obj:
+        cached = self._decoded.get(record.key)
+        if cached is not None and cached[0] is record:
+            return cached[1]
+        if len(self._decoded) >= self.CACHED_OBJECTS:
+            self._decoded.clear()
+        obj = record.object()
+        self._decoded[record.key] = (record, obj)
+        return obj
 
     async def list(self, group: str, version: str, plural: str, namespace: str | None = None,
                    containing: bytes | None = None) -> list[Obj]:
@@ -80,10 +103,17 @@ class ObjectReader:
         resource = self._registry.get(group, version, plural)
         if resource is None:
             return []
-        listed = await self._store.list(resource.prefix(namespace))
-        if containing is not None:
-            return [record.object() for record in listed.items if containing in record.raw]
-        return [record.object() for record in listed.items]
+        prefix = resource.prefix(namespace)
+        if containing is None:  # not kept: a whole kind can be large
+            return [record.object() for record in (await self._store.list(prefix)).items]
+        changed = self._store.changed_at(resource.prefix())
+        cached = self._lists.get((prefix, containing))
+        if cached is not None and cached[0] == changed:
+            records = cached[1]
+        else:
+            records = [record for record in (await self._store.list(prefix)).items if containing in record.raw]
+            self._lists[(prefix, containing)] = (changed, records)
+        return [self._object(record) for record in records]
 
 
 class AdmissionPlugin(Protocol):
