@@ -161,12 +161,14 @@ def test_pruning_a_patch_result_finds_the_unknown_fields_the_patch_brought_in_th
 
 
 def test_the_quick_duplicate_check_never_misses_a_field_given_twice() -> None:
-    """The create path skips the exact search when the body has no more fields than its decoding: colons inside
-    strings (escaped quotes and backslashes included) must not count, and every duplicate, however deep, must."""
+    """The create path skips the exact search when the body has no more colons than its decoding written back:
+    colons in strings (escaped quotes around them included) count the same on both sides, a colon written as a
+    \\u escape makes it search, and every duplicate, however deep, is found."""
     same = [b'{"a":1,"b":{"c":"x:y\\":"}}', b'{ "a" : [ {"k":"v"}, {"k":"\\\\"} ], "t": "12:00" }',
             b'{"metadata":{"annotations":{"a:b":"c:d"}}}']
     twice = [b'{"a":1,"a":2}', b'{"a":{"b":1,"b":1}}', b'{"a":[{"k":"v:\\"","k":"w"}]}',
-             b'{"spec":{"containers":[{"name":"c","image":"x","image":"y"}]}}']
+             b'{"spec":{"containers":[{"name":"c","image":"x","image":"y"}]}}',
+             b'{"a":"x","a":"\\u003a"}']
     for body in same:
         assert not fieldvalidation.maybe_duplicates(body, orjson.loads(body)), body
     for body in twice:
