@@ -21,7 +21,7 @@ import asyncio
 import inspect
 import random
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from types import TracebackType
 from typing import Any
 
@@ -39,6 +39,24 @@ UpdateHandler = Callable[[Obj, Obj], Awaitable[None] | None]
 DeleteHandler = Callable[[Obj], Awaitable[None] | None]
 Transform = Callable[[Obj], Obj]
 Sleep = Callable[[float], Awaitable[None]]
+#: the index values of an object (client-go's IndexFunc): an object may sit under several values, or none
+IndexFunc = Callable[[Obj], Iterable[str]]
+
+#: every informer's index of its objects by namespace (what ``list(namespace)`` reads)
+NAMESPACE_INDEX = "namespace"
+#: the index ``by_node_name`` makes: pods by spec.nodeName
+NODE_NAME_INDEX = "spec.nodeName"
+
+
+def _namespace_of(obj: Obj) -> tuple[str, ...]:
+    namespace = (obj.get("metadata") or {}).get("namespace")
+    return (namespace,) if namespace else ()
+
+
+def by_node_name(obj: Obj) -> tuple[str, ...]:
+    """A pod's node (none while it is not bound): ``add_indexers({NODE_NAME_INDEX: by_node_name})``."""
+    node = (obj.get("spec") or {}).get("nodeName")
+    return (node,) if node else ()
 
 
 def object_key(obj: Obj) -> str:
@@ -160,6 +178,9 @@ class Informer:
         self._backoff = backoff or Backoff(initial=0.2, maximum=30.0, factor=2.0, jitter=0.5)
         self._sleep = sleep
         self._cache: dict[str, Obj] = {}
+        self._indexers: dict[str, IndexFunc] = {NAMESPACE_INDEX: _namespace_of}
+        #: index name -> value -> the keys of the objects under it (a dict, to keep their order)
+        self._indices: dict[str, dict[str, dict[str, None]]] = {NAMESPACE_INDEX: {}}
         self._resource_version = ""
         self._on_add: list[AddHandler] = []
         self._on_update: list[UpdateHandler] = []
@@ -188,6 +209,22 @@ class Informer:
             self._on_update.append(on_update)
         if on_delete is not None:
             self._on_delete.append(on_delete)
+
+    def add_indexers(self, indexers: dict[str, IndexFunc]) -> None:
+        """Keep the cache indexed by these functions as well (client-go's AddIndexers), read with ``by_index``;
+        only before ``start()``. Consumers of a shared informer may ask for the same index (same function)."""
+        if self._started:
+            raise RuntimeError("indexers must be added before the informer starts")
+        for name, func in indexers.items():
+            known = self._indexers.get(name)
+            if known is func:  # another consumer of a shared informer asked for the same index
+                continue
+            if known is not None:
+                raise ValueError(f"the informer already has a different index named {name!r}")
+            self._indexers[name] = func
+            self._indices[name] = {}
+            for key, obj in self._cache.items():  # a cache filled before (a test's static informer)
+                self._index(key, None, obj, (name,))
 
     def start(self) -> None:
         if self._started:
@@ -241,7 +278,43 @@ class Informer:
         """Every cached object, or those of one namespace; shared: do not mutate them."""
         if namespace is None:
             return list(self._cache.values())
-        return [o for o in self._cache.values() if (o.get("metadata") or {}).get("namespace") == namespace]
+        return self.by_index(NAMESPACE_INDEX, namespace)
+
+    def by_index(self, name: str, value: str) -> list[Obj]:
+        """The cached objects the index ``name`` puts under ``value`` (client-go's ByIndex); shared."""
+        try:
+            keys = self._indices[name].get(value)
+        except KeyError:
+            raise KeyError(f"the informer has no index named {name!r}") from None
+        if not keys:
+            return []
+        cache = self._cache
+        return [cache[key] for key in keys]
+
+    def _index(self, key: str, old: Obj | None, new: Obj | None, names: Iterable[str] | None = None) -> None:
+        """Move ``key`` from the index values of ``old`` to those of ``new`` (either may be None), in every index
+        or those ``names``."""
+        indexers = self._indexers
+        for name in names if names is not None else indexers:
+            func = indexers[name]
+            before = tuple(func(old)) if old is not None else ()
+            after = tuple(func(new)) if new is not None else ()
+            if before == after:
+                continue
+            index = self._indices[name]
+            for value in before:
+                keys = index.get(value)
+                if keys is not None:
+                    keys.pop(key, None)
+                    if not keys:
+                        del index[value]
+            for value in after:
+                index.setdefault(value, {})[key] = None
+
+    def _reindex(self) -> None:
+        self._indices = {name: {} for name in self._indexers}
+        for key, obj in self._cache.items():
+            self._index(key, None, obj)
 
     def keys(self) -> list[str]:
         return list(self._cache)
@@ -286,6 +359,7 @@ class Informer:
         fresh = {object_key(obj): self._keep(obj) for obj in listing.get("items") or []}
         async with self._lock:
             old, self._cache = self._cache, fresh
+            self._reindex()
             if self._holding:
                 for obj in old.values():
                     SHARED.release(obj)
@@ -329,6 +403,7 @@ class Informer:
                 obj = self._keep(obj)
                 previous = self._cache.get(key)
                 self._cache[key] = obj
+                self._index(key, previous, obj)
                 if previous is not None and self._holding:
                     SHARED.release(previous)
                 self._resource_version = version or self._resource_version
@@ -338,6 +413,8 @@ class Informer:
                     await self._notify(self._on_update, previous, obj)
             elif kind == "DELETED":
                 previous = self._cache.pop(key, None)
+                if previous is not None:
+                    self._index(key, previous, None)
                 if previous is not None and self._holding:
                     SHARED.release(previous)
                 if self.transform is not None:

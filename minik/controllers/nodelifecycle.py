@@ -27,6 +27,7 @@ from minik.api.placement import (TAINT_DISK_PRESSURE, TAINT_MEMORY_PRESSURE, TAI
 from minik.client import JSON_PATCH, STRATEGIC_MERGE_PATCH, Client
 from minik.controllers.base import Clock, Controller, InformerFactory, Obj, Recorder, parse_time, rfc3339
 from minik.controllers.ratelimit import RateLimitedQueue, TokenBucket
+from minik.informers import NODE_NAME_INDEX, by_node_name
 
 LEASE_NAMESPACE = "kube-node-lease"
 #: conditions the controller turns Unknown when the kubelet goes quiet
@@ -94,6 +95,7 @@ class NodeLifecycleController(Controller):
         self.nodes = factory.informer("nodes")
         self.leases = factory.informer("leases")
         self.pods = factory.informer("pods")
+        self.pods.add_indexers({NODE_NAME_INDEX: by_node_name})
         self.nodes.add_handlers(self._node_added, self._node_updated, self._node_deleted)
 
     # -- NoSchedule taints: a queue of node names ----------------------------------------------------------------
@@ -207,9 +209,8 @@ class NodeLifecycleController(Controller):
         return updated
 
     async def _mark_pods_not_ready(self, node_name: str, now: float) -> None:
-        for pod in self.pods.list():
-            if (pod.get("spec") or {}).get("nodeName") != node_name or \
-                    (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        for pod in self.pods.by_index(NODE_NAME_INDEX, node_name):
+            if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
                 continue
             ready = next((c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"),
                          None)

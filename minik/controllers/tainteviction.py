@@ -14,7 +14,7 @@ from minik.api.errors import StatusError
 from minik.api.placement import matching_tolerations
 from minik.client import STRATEGIC_MERGE_PATCH, Client
 from minik.controllers.base import Clock, Controller, InformerFactory, Obj, Recorder, is_being_deleted, rfc3339
-from minik.informers import object_key, split_key
+from minik.informers import NODE_NAME_INDEX, by_node_name, object_key, split_key
 
 
 def no_execute_taints(node: Obj | None) -> list[Obj]:
@@ -41,49 +41,31 @@ class TaintEvictionController(Controller):
         super().__init__(client, factory, workers, clock, recorder)
         #: pod key -> when its eviction was first scheduled (the start of its toleration)
         self.scheduled: dict[str, float] = {}
-        #: node name -> the keys of the pods bound to it, so that a node's change visits its pods only (a scan of
-        #: every pod per node would be 5,000 x 150,000 steps when a large cluster's nodes are listed)
-        self.pods_on_node: dict[str, set[str]] = {}
         self.pods = factory.informer("pods")
+        # a node's change visits its pods only: a scan of every pod per node would be 5,000 x 150,000 steps when
+        # a large cluster's nodes are listed
+        self.pods.add_indexers({NODE_NAME_INDEX: by_node_name})
         self.nodes = factory.informer("nodes")
         self.pods.add_handlers(self._pod_changed, self._pod_updated, self._pod_deleted)
         self.nodes.add_handlers(self._node_changed, self._node_updated, self._node_changed)
 
     # -- handlers --------------------------------------------------------------------------------------------
-    def _index(self, pod: Obj, bound: bool) -> None:
-        node = (pod.get("spec") or {}).get("nodeName")
-        if not node:
-            return
-        key = object_key(pod)
-        if bound:
-            self.pods_on_node.setdefault(node, set()).add(key)
-            return
-        keys = self.pods_on_node.get(node)
-        if keys is not None:
-            keys.discard(key)
-            if not keys:
-                del self.pods_on_node[node]
-
     def _pod_changed(self, pod: Obj) -> None:
         if (pod.get("spec") or {}).get("nodeName"):
-            self._index(pod, True)
             self.enqueue(pod)
 
     def _pod_updated(self, old: Obj, new: Obj) -> None:
         if (old.get("spec") or {}).get("nodeName") != (new.get("spec") or {}).get("nodeName"):
-            self._index(old, False)
-            self._index(new, True)
             self.enqueue(new)
         elif (old.get("spec") or {}).get("tolerations") != (new.get("spec") or {}).get("tolerations"):
             self.enqueue(new)
 
     def _pod_deleted(self, pod: Obj) -> None:
-        self._index(pod, False)
         self.scheduled.pop(object_key(pod), None)
 
     def _node_changed(self, node: Obj) -> None:
-        for key in self.pods_on_node.get(node["metadata"]["name"], ()):
-            self.queue.add(key)
+        for pod in self.pods.by_index(NODE_NAME_INDEX, node["metadata"]["name"]):
+            self.queue.add(object_key(pod))
 
     def _node_updated(self, old: Obj, new: Obj) -> None:
         if no_execute_taints(old) != no_execute_taints(new):

@@ -278,10 +278,14 @@ class StaticInformer(Informer):
         self._synced = True
 
     def put(self, obj: Obj) -> None:
-        self._cache[object_key(obj)] = obj
+        key = object_key(obj)
+        self._index(key, self._cache.get(key), obj)
+        self._cache[key] = obj
 
     def remove(self, obj: Obj) -> None:
-        self._cache.pop(object_key(obj), None)
+        previous = self._cache.pop(object_key(obj), None)
+        if previous is not None:
+            self._index(object_key(obj), previous, None)
 
     # what a watch event would do: change the cache, then tell the handlers (synchronous handlers only)
     def added(self, obj: Obj) -> None:

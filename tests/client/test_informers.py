@@ -11,7 +11,7 @@ import pytest
 from minik.aio import Backoff
 from minik.client import Client
 from minik.cluster import Cluster
-from minik.informers import Informer, object_key, split_key
+from minik.informers import NODE_NAME_INDEX, Informer, by_node_name, object_key, split_key
 
 
 class Recorder:
@@ -253,3 +253,50 @@ async def test_a_transform_keeps_only_what_it_returns_and_its_objects_are_not_sh
         await client.delete("configmaps", "slim", "default")
         await eventually(lambda: bool(deleted))
     assert deleted == [{"metadata": {"name": "slim", "namespace": "default"}}]
+
+
+def pod(name: str, node: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "busybox"}]}
+    if node:
+        spec["nodeName"] = node
+    return {"metadata": {"name": name}, "spec": spec}
+
+
+async def test_an_index_follows_binds_deletes_and_relists_and_namespaces_are_always_indexed(
+        cluster: Cluster, client: Client) -> None:
+    assert cluster.store is not None
+    await client.create("pods", pod("a", "n1"), "default")
+    await client.create("pods", pod("b", "n2"), "default")
+    await client.create("pods", pod("c"), "kube-system")
+    informer = Informer(client, "pods")
+    informer.add_indexers({NODE_NAME_INDEX: by_node_name})
+
+    def on(node: str) -> list[str]:
+        return sorted(object_key(p) for p in informer.by_index(NODE_NAME_INDEX, node))
+
+    async with informer:
+        await informer.wait_for_sync(timeout=5)
+        assert (on("n1"), on("n2")) == (["default/a"], ["default/b"])
+        assert [object_key(p) for p in informer.list("kube-system")] == ["kube-system/c"]
+        await client.bind("c", "n1", "kube-system")
+        await client.delete("pods", "a", "default", grace_period_seconds=0)
+        await eventually(lambda: on("n1") == ["kube-system/c"])
+        cluster.store.close_watches()  # the informer resumes its watch; what it missed is indexed too
+        await client.create("pods", pod("d", "n2"), "default")
+        await eventually(lambda: on("n2") == ["default/b", "default/d"])
+        assert sorted(object_key(p) for p in informer.list("default")) == ["default/b", "default/d"]
+        assert informer.by_index(NODE_NAME_INDEX, "n3") == []
+        with pytest.raises(KeyError):
+            informer.by_index("spec.schedulerName", "default-scheduler")
+
+
+async def test_indexers_are_added_before_start_and_a_shared_informer_takes_the_same_one_twice(
+        client: Client) -> None:
+    informer = Informer(client, "pods")
+    informer.add_indexers({NODE_NAME_INDEX: by_node_name})
+    informer.add_indexers({NODE_NAME_INDEX: by_node_name})
+    with pytest.raises(ValueError):
+        informer.add_indexers({NODE_NAME_INDEX: lambda obj: ()})
+    async with informer:
+        with pytest.raises(RuntimeError):
+            informer.add_indexers({"other": by_node_name})

@@ -6,6 +6,7 @@ from objects import T0, node, pod
 
 from minik.controllers.base import FakeClock
 from minik.controllers.tainteviction import TaintEvictionController
+from minik.informers import NODE_NAME_INDEX, object_key
 from minik.testing.controllers import RecordingClient, StaticInformerFactory
 
 UNREACHABLE = {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}
@@ -76,11 +77,12 @@ async def test_a_taint_that_goes_in_time_cancels_the_eviction() -> None:
 async def test_a_tainted_node_requeues_only_the_pods_bound_to_it() -> None:
     h = Harness(pod("web-1", node_name="n1", phase="Running"), node("n1"))
     c = h.controller
-    for p in (pod("web-1", node_name="n1"), pod("web-2", node_name="n2"), pod("web-3")):
-        c._pod_changed(p)
-    c._pod_updated(pod("web-2", node_name="n2"), pod("web-2", node_name="n1"))
-    c._pod_deleted(pod("web-1", node_name="n1"))
-    assert c.pods_on_node == {"n1": {"default/web-2"}}
+    pods = h.factory.static("pods")
+    for p in (pod("web-2", node_name="n2"), pod("web-3")):
+        pods.added(p)
+    pods.updated(pod("web-2", node_name="n1"))
+    pods.deleted(pod("web-1", node_name="n1"))
+    assert [object_key(p) for p in pods.by_index(NODE_NAME_INDEX, "n1")] == ["default/web-2"]
     while len(c.queue):
         c.queue.done(await c.queue.get())
     c._node_updated(node("n1"), node("n1", taints=[UNREACHABLE]))
