@@ -9,9 +9,10 @@ Kubernetes does.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from minik.api.errors import Cause
@@ -77,6 +78,31 @@ def inclusive_range_error(low: int, high: int) -> str:
     return f"must be between {low} and {high}, inclusive"
 
 
+#: answers each memoized check keeps; it starts over when full (label keys, toleration keys, image-pull names and
+#: namespaces repeat on every write, object names mostly do not)
+_MEMO_SIZE = 4096
+
+
+def _memo(check: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
+    """``check`` answered from memory for a string it has seen: these regular expressions run on every key and
+    name of every write. Each caller gets its own list."""
+    answers: dict[str, tuple[str, ...]] = {}
+
+    @functools.wraps(check)
+    def memoized(value: str) -> list[str]:
+        if type(value) is not str:  # noqa: E721 - only strings are remembered
+            return check(value)
+        found = answers.get(value)
+        if found is None:
+            if len(answers) >= _MEMO_SIZE:
+                answers.clear()
+            found = answers[value] = tuple(check(value))
+        return list(found)
+
+    return memoized
+
+
+@_memo
 def is_dns1123_label(value: str) -> list[str]:
     errs = []
     if len(value) > DNS1123_LABEL_MAX:
@@ -88,6 +114,7 @@ def is_dns1123_label(value: str) -> list[str]:
     return errs
 
 
+@_memo
 def is_dns1123_subdomain(value: str) -> list[str]:
     errs = []
     if len(value) > DNS1123_SUBDOMAIN_MAX:
@@ -114,6 +141,7 @@ _QUALIFIED_MSG = ("must consist of alphanumeric characters, '-', '_' or '.', and
                   "alphanumeric character")
 
 
+@_memo
 def is_qualified_name(value: str) -> list[str]:
     """A label key, annotation key or finalizer: an optional DNS subdomain prefix and '/', then a name of 1-63."""
     errs: list[str] = []
@@ -138,6 +166,7 @@ def is_qualified_name(value: str) -> list[str]:
     return errs
 
 
+@_memo
 def is_valid_label_value(value: str) -> list[str]:
     errs = []
     if len(value) > LABEL_VALUE_MAX:

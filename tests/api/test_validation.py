@@ -267,3 +267,14 @@ def test_label_selector_expressions_are_checked_per_operator() -> None:
 def test_match_labels_are_validated_like_labels() -> None:
     [cause] = v.validate_label_selector({"matchLabels": {"app": "a b"}}, "spec.selector")
     assert cause.field == "spec.selector.matchLabels"
+
+
+def test_a_remembered_answer_is_the_same_every_time_and_each_caller_gets_its_own_list() -> None:
+    first = v.is_qualified_name("Bad Key/x")
+    first.append("changed by a caller")
+    again = v.is_qualified_name("Bad Key/x")
+    assert again == first[:-1] and again and all(m.startswith("prefix part") for m in again)
+    key = "node.kubernetes.io/not-ready"
+    assert v.is_qualified_name(key) == [] == v.is_qualified_name(key)
+    assert v.is_dns1123_label("a" * 64) == ["must be no more than 63 characters"]
+    assert v.is_dns1123_label("a" * 64) == ["must be no more than 63 characters"]
