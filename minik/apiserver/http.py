@@ -117,6 +117,12 @@ def chunk_writer(request: web.BaseRequest) -> Callable[[bytes], bool]:
     return write
 
 
+#: how often a streamed response (a watch) checks that its client is still connected: aiohttp does not cancel a
+#: handler whose client went away, and a watch with no events and no bookmarks would otherwise hold its watcher
+#: until its timeout
+LIVENESS_SECONDS = 5.0
+
+
 async def stream(request: web.BaseRequest, status: int, content_type: str,
                  chunks: AsyncIterator[bytes],
                  direct: Callable[[Callable[[bytes], bool]], None] | None = None) -> web.StreamResponse:
@@ -126,6 +132,21 @@ async def stream(request: web.BaseRequest, status: int, content_type: str,
     response = web.StreamResponse(status=status, headers={"Content-Type": content_type,
                                                           "Cache-Control": "no-cache, private"})
     response.enable_chunked_encoding()
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    gone = False
+
+    def check() -> None:
+        nonlocal gone, liveness
+        transport = request.transport
+        if transport is None or transport.is_closing():
+            gone = True
+            if task is not None:
+                task.cancel()
+            return
+        liveness = loop.call_later(LIVENESS_SECONDS, check)
+
+    liveness = loop.call_later(LIVENESS_SECONDS, check)
     try:
         writer = await response.prepare(request)
         if direct is not None:
@@ -137,7 +158,12 @@ async def stream(request: web.BaseRequest, status: int, content_type: str,
         await response.write_eof()
     except ConnectionResetError:
         pass  # the client went away; its watcher is closed below
+    except asyncio.CancelledError:
+        if not gone or task is None:
+            raise
+        task.uncancel()  # our own cancellation, because the client went away: nothing more to send
     finally:
+        liveness.cancel()
         aclose = getattr(chunks, "aclose", None)
         if aclose is not None:
             await aclose()

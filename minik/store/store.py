@@ -199,6 +199,11 @@ class Store:
         result: Record | None = self._state.get(key)
         return result
 
+    @property
+    def watcher_count(self) -> int:
+        """How many watchers are open."""
+        return len(self._hub)
+
     def changed_at(self, type_prefix: str) -> int:
         """A revision that changes whenever anything under ``type_prefix`` ("/group/plural/", as the registry makes
         keys) is written: the newest such write since the store opened, else the revision it opened at. What is

@@ -174,6 +174,22 @@ async def test_watch_ends_at_its_timeout(http) -> None:
     assert body == b""
 
 
+async def test_an_idle_watch_whose_client_hangs_up_lets_go_of_its_watcher(cluster, monkeypatch) -> None:
+    from minik.apiserver import http as api_http
+
+    monkeypatch.setattr(api_http, "LIVENESS_SECONDS", 0.05)
+    host, port = cluster.url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(f"GET {CMS}?watch=true HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+    assert b" 200 " in await asyncio.wait_for(reader.readline(), 5)
+    assert cluster.store.watcher_count == 1
+    writer.close()  # no event, no bookmark and no timeout would ever tell the server
+    await writer.wait_closed()
+    async with asyncio.timeout(5):
+        while cluster.store.watcher_count:
+            await asyncio.sleep(0.02)
+
+
 async def test_the_legacy_watch_prefix_streams_the_same_events(http) -> None:
     created = await make(http, "legacy")
     await http.patch(f"{CMS}/legacy", {"data": {"k": "2"}})
