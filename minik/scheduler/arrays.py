@@ -71,6 +71,7 @@ class NodeArrays:
         self.infos = infos
         self._objects: Any = None  # the infos as a numpy object array, for nodes_at
         self._labels: dict[str, tuple[Ints, list[str]]] = {}
+        self._any_soft_taints: bool | None = None
         # column-major: each column is contiguous for the vector operations
         self.data: Ints = np.zeros((self.size, len(_COLUMNS)), dtype=np.int64, order="F")
         (self.alloc_cpu, self.alloc_memory, self.free_cpu, self.free_memory, self.free_pods, self.non_zero_cpu,
@@ -114,8 +115,17 @@ class NodeArrays:
             found = self._labels[key] = (ids, values)
         return found
 
-    def labels_changed(self) -> None:
+    @property
+    def any_soft_taints(self) -> bool:
+        """Whether any node has a PreferNoSchedule taint (worked out once per change of the nodes, not per cycle)."""
+        if self._any_soft_taints is None:
+            self._any_soft_taints = bool(self.soft_taints.any())
+        return self._any_soft_taints
+
+    def nodes_changed(self) -> None:
+        """A node object changed (its labels or taints): forget what was worked out from them."""
         self._labels.clear()
+        self._any_soft_taints = None
 
     def detach(self, infos: list["NodeInfo"]) -> None:
         for info in infos:

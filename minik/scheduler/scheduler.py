@@ -11,6 +11,7 @@ recorder aggregates across retries.
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,7 +60,8 @@ class SchedulerSettings:
     concurrent_binds: int = 16
     """Binds in flight at once; the others wait their turn (their pods are assumed already). Over HTTP each bind
     in flight holds a connection of its own: without a bound, a backlog of pending pods decided in a burst would
-    open one connection per pod."""
+    open one connection per pod. Each is a worker task that takes the decided pods in order until none is left
+    (no task per pod)."""
 
 
 def _reference(pod: Obj) -> Obj:
@@ -89,7 +91,8 @@ class Scheduler:
         self.others = [self._object_informer(resource) for resource in RESOURCES]
         self._loop: asyncio.Task[None] | None = None
         self._writes: set[asyncio.Task[None]] = set()
-        self._binds = asyncio.Semaphore(self.settings.concurrent_binds)
+        self._to_bind: deque[tuple[QueuedPod, str]] = deque()  # decided and assumed, waiting for a bind worker
+        self._binders = 0  # bind workers running
         self._log = log.bind(scheduler=self.name)
         self.scheduled = 0
         self.attempts = 0
@@ -253,13 +256,30 @@ class Scheduler:
         self.cache.clear_nomination(info.key)
         self.cache.assume(info, result.node)
         self.queue.done(qp)
-        self._spawn(self._bind(qp, result.node), f"bind {info.key}")
+        self._to_bind.append((qp, result.node))
+        if self._binders < self.settings.concurrent_binds:
+            self._binders += 1
+            self._spawn(self._bind_worker(), "bind")
+
+    async def _bind_worker(self) -> None:
+        """Bind the decided pods in order until none is left."""
+        try:
+            while self._to_bind:
+                qp, node = self._to_bind.popleft()
+                try:
+                    await self._bind(qp, node)
+                except Exception:  # noqa: BLE001 - a bug in one bind must not strand the pods queued behind it
+                    self._log.exception("bind failed", pod=qp.key, node=node)
+                    self.cache.forget(qp.key)
+                    if self.queue is not None:
+                        self.queue.add_backoff(qp)
+        finally:
+            self._binders -= 1
 
     async def _bind(self, qp: QueuedPod, node: str) -> None:
         info = qp.info
         try:
-            async with self._binds:
-                await self.client.bind(info.name, node, info.namespace, uid=info.uid or None)
+            await self.client.bind(info.name, node, info.namespace, uid=info.uid or None)
         except (StatusError, TransportError) as exc:
             self.cache.forget(info.key)
             message = getattr(exc, "message", str(exc))

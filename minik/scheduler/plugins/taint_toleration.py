@@ -52,7 +52,7 @@ class TaintToleration:
         return mask
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status:
-        if not state.nodes.arrays().soft_taints.any() or not any(n.has_soft_taints for n in nodes):
+        if not state.nodes.arrays().any_soft_taints or not any(n.has_soft_taints for n in nodes):
             return SKIP
         state[self.name] = [t for t in pod.tolerations if (t.get("effect") or "PreferNoSchedule") == "PreferNoSchedule"]
         return SUCCESS
