@@ -21,6 +21,7 @@ import asyncio
 import inspect
 import random
 import sys
+from collections import deque
 from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any
@@ -63,6 +64,10 @@ def _resource_version(obj: Obj) -> str:
 #: decoded pod's memory
 INTERN_MAX_LENGTH = 64
 
+#: an object's strings are interned once this many newer objects have been held and it is still held: most
+#: versions that die young (a pending pod, replaced by its bound version moments later) never pay for it
+YOUNG_OBJECTS = 1000
+
 
 def _intern_strings(value: dict[str, Any] | list[Any], intern: Callable[[str], str] = sys.intern) -> None:
     """Replace every short string value under ``value`` (in place) with its interned copy."""
@@ -81,10 +86,13 @@ class SharedObjects:
 
     An informer ``hold``s each object it caches (getting the copy already held, when another informer has the
     same uid at the same resourceVersion) and ``release``s it when it drops it; the last release forgets it.
+    Interning the strings of an object waits until it has outlived ``young_objects`` newer ones.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, young_objects: int = YOUNG_OBJECTS) -> None:
         self._objects: dict[tuple[str, str], list[Any]] = {}  # (uid, resourceVersion) -> [object, holders]
+        self._young: deque[tuple[str, str]] = deque()  # the keys of the objects held last, not interned yet
+        self._young_objects = young_objects
 
     @staticmethod
     def _key(obj: Obj) -> tuple[str, str] | None:
@@ -95,8 +103,8 @@ class SharedObjects:
         return (uid, version) if isinstance(uid, str) and uid and isinstance(version, str) and version else None
 
     def hold(self, obj: Obj) -> Obj:
-        """The shared copy of ``obj`` (``obj`` itself when it is the first of its version, its short strings
-        interned), managedFields left out."""
+        """The shared copy of ``obj`` (``obj`` itself when it is the first of its version; its short strings are
+        interned later, if it lives), managedFields left out."""
         meta = obj.get("metadata")
         if isinstance(meta, dict):
             meta.pop("managedFields", None)
@@ -105,8 +113,14 @@ class SharedObjects:
             return obj
         entry = self._objects.get(key)
         if entry is None:
-            _intern_strings(obj)
             self._objects[key] = [obj, 1]
+            young = self._young
+            young.append(key)
+            if len(young) > self._young_objects:
+                # interning replaces strings with equal ones in place: the holders see the same values
+                survivor = self._objects.get(young.popleft())
+                if survivor is not None:
+                    _intern_strings(survivor[0])
             return obj
         entry[1] += 1
         shared: Obj = entry[0]
@@ -363,7 +377,7 @@ class Informer:
         for handler in handlers:
             try:
                 result = handler(*args)
-                if inspect.isawaitable(result):
+                if result is not None and inspect.isawaitable(result):
                     await result
             except Exception:  # noqa: BLE001 - one handler's bug must not stop the informer
                 self._log.exception("informer handler failed", handler=getattr(handler, "__qualname__",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 from minik.aio import Backoff
 from minik.client import Client
 from minik.cluster import Cluster
-from minik.informers import Informer, object_key, split_key
+from minik.informers import Informer, SharedObjects, object_key, split_key
 
 
 class Recorder:
@@ -220,6 +221,25 @@ async def test_informers_of_one_process_share_one_copy_of_each_object_without_ma
         assert cached is second.get("default/shared")
         assert cached is not None and "managedFields" not in cached["metadata"]
     assert first.get("default/shared") is cached  # a stopped informer's cache stays readable
+
+
+def test_shared_objects_intern_the_strings_of_the_versions_that_outlive_younger_ones() -> None:
+    def version(uid: str) -> dict[str, Any]:
+        # a string built at run time, as a decoder makes it: not the interned copy until interned
+        return {"metadata": {"uid": uid, "resourceVersion": "1"}, "status": {"phase": "".join(("Run", "ning"))}}
+
+    def interned(obj: dict[str, Any]) -> bool:
+        return obj["status"]["phase"] is sys.intern("Running")
+
+    shared = SharedObjects(young_objects=2)
+    short_lived = shared.hold(version("a"))
+    shared.release(short_lived)
+    kept = shared.hold(version("b"))
+    assert not interned(kept)
+    later = [shared.hold(version(uid)) for uid in ("c", "d", "e")]
+    assert interned(kept)  # two newer objects held after it, and it is still held
+    assert not interned(short_lived)  # released before then: never paid for
+    assert not any(interned(obj) for obj in later[1:])
 
 
 async def test_an_update_from_a_cached_object_keeps_the_stored_managed_fields(client: Client) -> None:
