@@ -72,6 +72,7 @@ class NodeArrays:
         self._objects: Any = None  # the infos as a numpy object array, for nodes_at
         self._labels: dict[str, tuple[Ints, list[str]]] = {}
         self._any_soft_taints: bool | None = None
+        self._all_allocatable: bool | None = None
         # column-major: each column is contiguous for the vector operations
         self.data: Ints = np.zeros((self.size, len(_COLUMNS)), dtype=np.int64, order="F")
         (self.alloc_cpu, self.alloc_memory, self.free_cpu, self.free_memory, self.free_pods, self.non_zero_cpu,
@@ -116,6 +117,13 @@ class NodeArrays:
         return found
 
     @property
+    def all_allocatable(self) -> bool:
+        """Whether every node has some allocatable cpu and memory (the scores then need no guard against 0)."""
+        if self._all_allocatable is None:
+            self._all_allocatable = bool((self.alloc_cpu > 0).all() and (self.alloc_memory > 0).all())
+        return self._all_allocatable
+
+    @property
     def any_soft_taints(self) -> bool:
         """Whether any node has a PreferNoSchedule taint (worked out once per change of the nodes, not per cycle)."""
         if self._any_soft_taints is None:
@@ -123,9 +131,9 @@ class NodeArrays:
         return self._any_soft_taints
 
     def nodes_changed(self) -> None:
-        """A node object changed (its labels or taints): forget what was worked out from them."""
+        """A node object changed (its labels, taints or allocatable): forget what was worked out from them."""
         self._labels.clear()
-        self._any_soft_taints = None
+        self._any_soft_taints = self._all_allocatable = None
 
     def detach(self, infos: list["NodeInfo"]) -> None:
         for info in infos:

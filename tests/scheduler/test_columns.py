@@ -54,6 +54,7 @@ def test_column_filters_and_scores_equal_the_per_node_ones(seed: int) -> None:
     node_list = StaticNodes(nodes)
     arrays = node_list.arrays()
     rows = np.arange(len(nodes), dtype=np.int64)
+    assert arrays.all_allocatable
     for i in range(20):
         pod = random_pod(rng, i)
         state = CycleState(node_list)
@@ -64,6 +65,22 @@ def test_column_filters_and_scores_equal_the_per_node_ones(seed: int) -> None:
         for plugin in (NodeResourcesFit(LEAST_ALLOCATED), NodeResourcesFit(MOST_ALLOCATED), BalancedAllocation()):
             assert plugin.score_array(state, pod, arrays, rows).tolist() == \
                 [plugin.score(state, pod, n) for n in nodes], plugin.name
+
+
+def test_column_scores_equal_the_per_node_ones_when_a_node_has_no_allocatable_cpu_or_memory() -> None:
+    rng = random.Random(7)
+    nodes = [*random_cluster(rng, 10), node_info("no-cpu", cpu="0"), node_info("no-memory", memory="0")]
+    node_list = StaticNodes(nodes)
+    arrays = node_list.arrays()
+    assert not arrays.all_allocatable
+    rows = np.arange(len(nodes), dtype=np.int64)
+    for i in range(10):
+        pod = random_pod(rng, i)
+        state = CycleState(node_list)
+        for plugin in (NodeResourcesFit(LEAST_ALLOCATED), NodeResourcesFit(MOST_ALLOCATED), BalancedAllocation()):
+            scores = plugin.score_array(state, pod, arrays, rows).tolist()
+            assert scores == [plugin.score(state, pod, n) for n in nodes], plugin.name
+        assert BalancedAllocation().score_array(state, pod, arrays, rows).tolist()[-2:] == [0, 0]
 
 
 def test_columns_follow_the_pods_added_to_and_removed_from_a_node() -> None:
