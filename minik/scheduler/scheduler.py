@@ -60,8 +60,8 @@ class SchedulerSettings:
     concurrent_binds: int = 16
     """Binds in flight at once; the others wait their turn (their pods are assumed already). Over HTTP each bind
     in flight holds a connection of its own: without a bound, a backlog of pending pods decided in a burst would
-    open one connection per pod. Each is a worker task that takes the decided pods in order until none is left
-    (no task per pod)."""
+    open one connection per pod. Each is a worker task, started when needed and kept until the scheduler stops,
+    that takes the decided pods in order (no task per pod)."""
 
 
 def _reference(pod: Obj) -> Obj:
@@ -92,7 +92,8 @@ class Scheduler:
         self._loop: asyncio.Task[None] | None = None
         self._writes: set[asyncio.Task[None]] = set()
         self._to_bind: deque[tuple[QueuedPod, str]] = deque()  # decided and assumed, waiting for a bind worker
-        self._binders = 0  # bind workers running
+        self._binders = 0  # bind workers started
+        self._idle_binders: list[asyncio.Future[None]] = []  # what each idle bind worker waits on
         self._log = log.bind(scheduler=self.name)
         self.scheduled = 0
         self.attempts = 0
@@ -125,6 +126,9 @@ class Scheduler:
         self._loop = None
         for task in list(self._writes):
             await stop_task(task)
+        self._binders = 0
+        self._idle_binders.clear()
+        self._to_bind.clear()  # assumed, never bound: the cache goes with this scheduler
         await self.preemptor.stop()
         await self.pods.stop()
         await self.nodes.stop()
@@ -257,13 +261,24 @@ class Scheduler:
         self.cache.assume(info, result.node)
         self.queue.done(qp)
         self._to_bind.append((qp, result.node))
+        self._wake_binder()
+
+    def _wake_binder(self) -> None:
+        """Wake an idle bind worker, or start one while there are fewer than ``concurrent_binds``."""
+        while self._idle_binders:
+            waiter = self._idle_binders.pop()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
         if self._binders < self.settings.concurrent_binds:
             self._binders += 1
-            self._spawn(self._bind_worker(), "bind")
+            self._spawn(self._bind_worker(), f"bind worker {self._binders}")
 
     async def _bind_worker(self) -> None:
-        """Bind the decided pods in order until none is left."""
-        try:
+        """Bind the decided pods in order; when none is left, wait for the next one (a worker lives as long as
+        the scheduler: starting a task per pod costs more than its bind's wake-up)."""
+        loop = asyncio.get_running_loop()
+        while True:
             while self._to_bind:
                 qp, node = self._to_bind.popleft()
                 try:
@@ -273,8 +288,9 @@ class Scheduler:
                     self.cache.forget(qp.key)
                     if self.queue is not None:
                         self.queue.add_backoff(qp)
-        finally:
-            self._binders -= 1
+            waiter: asyncio.Future[None] = loop.create_future()
+            self._idle_binders.append(waiter)
+            await waiter
 
     async def _bind(self, qp: QueuedPod, node: str) -> None:
         info = qp.info
