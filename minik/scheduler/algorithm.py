@@ -215,15 +215,24 @@ class Algorithm:
                 found = plugin.filter_mask(state, pod, arrays)  # type: ignore[attr-defined]
             if found is None:
                 per_node.append(plugin)
-            else:
+            elif found is not True:  # True: every node passes
                 mask = found if mask is None else mask & found
         start = self.next_start_node_index % total
-        rows: Ints = np.flatnonzero(mask) if mask is not None else np.arange(total, dtype=np.int64)
-        cut = int(np.searchsorted(rows, start))
-        if cut:
-            rows = np.concatenate((rows[cut:], rows[:cut]))
         nominations = state.nodes.nominated_nodes()
-        if not per_node and not nominations:
+        whole = bool(per_node or nominations)  # the per-node filters may need every row, not the first ``want``
+        rows: Ints
+        if mask is None:
+            rows = np.arange(start, start + (total if whole else min(want, total)), dtype=np.int64)
+            if start:
+                rows[rows >= total] -= total
+        else:
+            # the rows from the rotating start to the end, then (when they are not enough) from the beginning
+            rows = np.flatnonzero(mask[start:] if start else mask)
+            if start:
+                rows += start
+                if whole or len(rows) < want:
+                    rows = np.concatenate((rows, np.flatnonzero(mask[:start])))
+        if not whole:
             rows = rows[:want]
             feasible = arrays.nodes_at(rows)
         else:

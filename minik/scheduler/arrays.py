@@ -72,6 +72,8 @@ class NodeArrays:
         self._objects: Any = None  # the infos as a numpy object array, for nodes_at
         self._labels: dict[str, tuple[Ints, list[str]]] = {}
         self._any_soft_taints: bool | None = None
+        self._any_hard_taints: bool | None = None
+        self._any_unschedulable: bool | None = None
         self._all_allocatable: bool | None = None
         # column-major: each column is contiguous for the vector operations
         self.data: Ints = np.zeros((self.size, len(_COLUMNS)), dtype=np.int64, order="F")
@@ -123,17 +125,30 @@ class NodeArrays:
             self._all_allocatable = bool((self.alloc_cpu > 0).all() and (self.alloc_memory > 0).all())
         return self._all_allocatable
 
+    # whether any node has a PreferNoSchedule taint, a NoSchedule or NoExecute taint, spec.unschedulable: worked
+    # out once per change of the nodes, not per cycle
     @property
     def any_soft_taints(self) -> bool:
-        """Whether any node has a PreferNoSchedule taint (worked out once per change of the nodes, not per cycle)."""
         if self._any_soft_taints is None:
             self._any_soft_taints = bool(self.soft_taints.any())
         return self._any_soft_taints
 
+    @property
+    def any_hard_taints(self) -> bool:
+        if self._any_hard_taints is None:
+            self._any_hard_taints = bool(self.hard_taints.any())
+        return self._any_hard_taints
+
+    @property
+    def any_unschedulable(self) -> bool:
+        if self._any_unschedulable is None:
+            self._any_unschedulable = bool(self.unschedulable.any())
+        return self._any_unschedulable
+
     def nodes_changed(self) -> None:
         """A node object changed (its labels, taints or allocatable): forget what was worked out from them."""
         self._labels.clear()
-        self._any_soft_taints = self._all_allocatable = None
+        self._any_soft_taints = self._any_hard_taints = self._any_unschedulable = self._all_allocatable = None
 
     def detach(self, infos: list["NodeInfo"]) -> None:
         for info in infos:

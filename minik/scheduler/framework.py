@@ -141,9 +141,9 @@ class FilterPlugin(Plugin, Protocol):
 class VectorFilterPlugin(FilterPlugin, Protocol):
     """A filter that can also check every node at once on the cycle's columns (``minik.scheduler.arrays``):
     ``filter_mask`` is True exactly where ``filter`` succeeds, or None when it cannot say for this pod (then
-    ``filter`` runs node by node)."""
+    ``filter`` runs node by node); plain ``True`` (no array) when it passes every node."""
 
-    def filter_mask(self, state: CycleState, pod: PodInfo, arrays: NodeArrays) -> Mask | None: ...
+    def filter_mask(self, state: CycleState, pod: PodInfo, arrays: NodeArrays) -> Mask | bool | None: ...
 
 
 @runtime_checkable

@@ -43,7 +43,9 @@ class TaintToleration:
         taint = untolerated_hard_taint(pod, node)
         return SUCCESS if taint is None else unresolvable(untolerated_reason(taint))
 
-    def filter_mask(self, state: CycleState, pod: PodInfo, arrays: NodeArrays) -> Mask:
+    def filter_mask(self, state: CycleState, pod: PodInfo, arrays: NodeArrays) -> Mask | bool:
+        if not arrays.any_hard_taints:
+            return True
         mask: Mask = arrays.hard_taints == 0
         if pod.tolerations:  # the tainted nodes (few, as a rule) one by one
             nodes = state.nodes.all()
