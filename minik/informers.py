@@ -21,6 +21,7 @@ import asyncio
 import inspect
 import random
 import sys
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from types import TracebackType
@@ -64,9 +65,14 @@ def _resource_version(obj: Obj) -> str:
 #: decoded pod's memory
 INTERN_MAX_LENGTH = 64
 
-#: an object's strings are interned once this many newer objects have been held and it is still held: most
-#: versions that die young (a pending pod, replaced by its bound version moments later) never pay for it
-YOUNG_OBJECTS = 1000
+#: an object's strings are interned once it has been held this long (at the next hold after that): versions that
+#: die young (a pending pod, replaced by its bound version once the scheduler gets to it) never pay for it
+YOUNG_SECONDS = 2.0
+
+#: metadata fields whose values are one object's own (no other object repeats them): interning them would only
+#: grow the interpreter's table of interned strings, and make every lookup in it slower
+_OWN_METADATA = frozenset({"name", "uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
+                           "generation"})
 
 
 def _intern_strings(value: dict[str, Any] | list[Any], intern: Callable[[str], str] = sys.intern) -> None:
@@ -81,18 +87,40 @@ def _intern_strings(value: dict[str, Any] | list[Any], intern: Callable[[str], s
             _intern_strings(item, intern)
 
 
+def _intern_object(obj: Obj) -> None:
+    """``_intern_strings`` for an API object, leaving out the metadata fields that are its own."""
+    meta = obj.get("metadata")
+    for key, item in obj.items():
+        kind = type(item)
+        if kind is str:
+            if len(item) <= INTERN_MAX_LENGTH:
+                obj[key] = sys.intern(item)
+        elif item is meta and kind is dict:
+            for field, value in meta.items():
+                if field not in _OWN_METADATA:
+                    if type(value) is str:
+                        if len(value) <= INTERN_MAX_LENGTH:
+                            meta[field] = sys.intern(value)
+                    elif type(value) is dict or type(value) is list:
+                        _intern_strings(value)
+        elif kind is dict or kind is list:
+            _intern_strings(item)
+
+
 class SharedObjects:
     """One decoded copy of each object version for every informer of the process, counted by its holders.
 
     An informer ``hold``s each object it caches (getting the copy already held, when another informer has the
     same uid at the same resourceVersion) and ``release``s it when it drops it; the last release forgets it.
-    Interning the strings of an object waits until it has outlived ``young_objects`` newer ones.
+    Interning the strings of an object waits until it has been held for ``young_seconds``.
     """
 
-    def __init__(self, young_objects: int = YOUNG_OBJECTS) -> None:
+    def __init__(self, young_seconds: float = YOUNG_SECONDS, clock: Callable[[], float] = time.monotonic) -> None:
         self._objects: dict[tuple[str, str], list[Any]] = {}  # (uid, resourceVersion) -> [object, holders]
-        self._young: deque[tuple[str, str]] = deque()  # the keys of the objects held last, not interned yet
-        self._young_objects = young_objects
+        # (when to intern, key) of the objects held last, oldest first, not interned yet
+        self._young: deque[tuple[float, tuple[str, str]]] = deque()
+        self._young_seconds = young_seconds
+        self._clock = clock
 
     @staticmethod
     def _key(obj: Obj) -> tuple[str, str] | None:
@@ -114,13 +142,13 @@ class SharedObjects:
         entry = self._objects.get(key)
         if entry is None:
             self._objects[key] = [obj, 1]
-            young = self._young
-            young.append(key)
-            if len(young) > self._young_objects:
+            young, now = self._young, self._clock()
+            young.append((now + self._young_seconds, key))
+            while young[0][0] <= now:
                 # interning replaces strings with equal ones in place: the holders see the same values
-                survivor = self._objects.get(young.popleft())
+                survivor = self._objects.get(young.popleft()[1])
                 if survivor is not None:
-                    _intern_strings(survivor[0])
+                    _intern_object(survivor[0])
             return obj
         entry[1] += 1
         shared: Obj = entry[0]

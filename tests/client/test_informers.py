@@ -223,23 +223,31 @@ async def test_informers_of_one_process_share_one_copy_of_each_object_without_ma
     assert first.get("default/shared") is cached  # a stopped informer's cache stays readable
 
 
-def test_shared_objects_intern_the_strings_of_the_versions_that_outlive_younger_ones() -> None:
+def test_shared_objects_intern_the_strings_of_the_versions_held_for_a_while_but_not_their_own() -> None:
     def version(uid: str) -> dict[str, Any]:
-        # a string built at run time, as a decoder makes it: not the interned copy until interned
-        return {"metadata": {"uid": uid, "resourceVersion": "1"}, "status": {"phase": "".join(("Run", "ning"))}}
+        # strings built at run time, as a decoder makes them: not the interned copies until interned
+        return {"metadata": {"uid": uid, "resourceVersion": "1", "name": "".join(("we", "b")),
+                             "namespace": "".join(("defa", "ult"))},
+                "status": {"phase": "".join(("Run", "ning"))}}
 
-    def interned(obj: dict[str, Any]) -> bool:
-        return obj["status"]["phase"] is sys.intern("Running")
+    def interned(obj: dict[str, Any], value: str) -> bool:
+        return any(s is sys.intern(value) for s in (obj["status"]["phase"], obj["metadata"]["namespace"],
+                                                     obj["metadata"]["name"]) if s == value)
 
-    shared = SharedObjects(young_objects=2)
+    now = [0.0]
+    shared = SharedObjects(young_seconds=2.0, clock=lambda: now[0])
     short_lived = shared.hold(version("a"))
-    shared.release(short_lived)
+    shared.release(short_lived)  # replaced within the second
     kept = shared.hold(version("b"))
-    assert not interned(kept)
-    later = [shared.hold(version(uid)) for uid in ("c", "d", "e")]
-    assert interned(kept)  # two newer objects held after it, and it is still held
-    assert not interned(short_lived)  # released before then: never paid for
-    assert not any(interned(obj) for obj in later[1:])
+    now[0] = 1.5
+    assert not interned(kept, "Running")
+    shared.hold(version("c"))
+    now[0] = 2.5
+    later = shared.hold(version("d"))
+    assert interned(kept, "Running") and interned(kept, "default")  # held for 2 s, then another object came
+    assert not interned(kept, "web")  # its name is its own: never worth a place in the table
+    assert not interned(short_lived, "Running")  # released before then: never paid for
+    assert not interned(later, "Running")
 
 
 async def test_an_update_from_a_cached_object_keeps_the_stored_managed_fields(client: Client) -> None:
