@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from minik.scheduler.framework import (ClusterView, Code, CycleState, FilterPlugin, NodeInfo, NodeList,
                                        NormalizePlugin, PodInfo, PreFilterExtensions, PreFilterPlugin,
                                        PreScorePlugin, ScorePlugin, Status, VectorFilterPlugin, VectorScorePlugin)
+from minik.scheduler.arrays import RowNodes
 from minik.scheduler.plugins.registry import Profile
 
 if TYPE_CHECKING:
@@ -195,7 +197,7 @@ class Algorithm:
         return self.run_filters(trial[0], pod, trial[1])
 
     def find_feasible(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
-                      diagnosis: Diagnosis) -> tuple[list[NodeInfo], Ints]:
+                      diagnosis: Diagnosis) -> tuple[Sequence[NodeInfo], Ints]:
         """The first feasible nodes in order from the rotating start, until enough are found, and their rows.
 
         Filters that work on columns (``filter_mask``) check every node at once; the others then check the
@@ -234,7 +236,7 @@ class Algorithm:
                     rows = np.concatenate((rows, np.flatnonzero(mask[:start])))
         if not whole:
             rows = rows[:want]
-            feasible = arrays.nodes_at(rows)
+            feasible: Sequence[NodeInfo] = RowNodes(arrays, rows)
         else:
             feasible, kept = [], []
             order = rows.tolist()
@@ -269,7 +271,7 @@ class Algorithm:
         return feasible, rows
 
     # -- scoring -------------------------------------------------------------------------------------------------
-    def score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], rows: Ints | None = None,
+    def score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], rows: Ints | None = None,
               breakdown: dict[str, list[int]] | None = None) -> Ints:
         """The weighted total of every score plugin for each node (in ``nodes`` order). With ``rows`` (the
         nodes' rows in the cycle's columns) plugins that can score columns do (``score_array``)."""
@@ -301,7 +303,7 @@ class Algorithm:
             totals += scores
         return totals
 
-    def select(self, nodes: list[NodeInfo], totals: Ints) -> NodeInfo:
+    def select(self, nodes: Sequence[NodeInfo], totals: Ints) -> NodeInfo:
         """The best node; ties broken uniformly at random (as kube-scheduler's selectHost)."""
         ties = np.flatnonzero(totals == totals.max())
         return nodes[int(ties[0]) if len(ties) == 1 else int(ties[self.rng.randrange(len(ties))])]

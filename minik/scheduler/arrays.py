@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import importlib
 import threading
+from collections.abc import Iterator, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 if TYPE_CHECKING:
     import numpy as np
@@ -154,3 +155,37 @@ class NodeArrays:
         for info in infos:
             if info.arrays is self:
                 info.attach(None, -1)
+
+
+class RowNodes(Sequence["NodeInfo"]):
+    """The NodeInfos at ``rows`` of ``arrays``, in that order: one is read without making the list (a cycle whose
+    scores all work on columns reads only the node it chooses); iterating makes it once."""
+
+    __slots__ = ("_arrays", "_rows", "_list")
+
+    def __init__(self, arrays: NodeArrays, rows: Ints) -> None:
+        self._arrays = arrays
+        self._rows = rows
+        self._list: list[NodeInfo] | None = None
+
+    def _all(self) -> list["NodeInfo"]:
+        if self._list is None:
+            self._list = self._arrays.nodes_at(self._rows)
+        return self._list
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, index: int) -> "NodeInfo": ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list["NodeInfo"]: ...
+
+    def __getitem__(self, index: int | slice) -> "NodeInfo | list[NodeInfo]":
+        if isinstance(index, slice) or self._list is not None:
+            return self._all()[index]
+        return self._arrays.infos[int(self._rows[index])]
+
+    def __iter__(self) -> Iterator["NodeInfo"]:
+        return iter(self._all())

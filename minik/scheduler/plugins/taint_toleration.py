@@ -3,7 +3,7 @@ with fewer untolerated PreferNoSchedule taints score higher."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from minik.api.placement import tolerates
@@ -53,7 +53,7 @@ class TaintToleration:
                 mask[row] = untolerated_hard_taint(pod, nodes[row]) is None
         return mask
 
-    def pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status:
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
         if not state.nodes.arrays().any_soft_taints or not any(n.has_soft_taints for n in nodes):
             return SKIP
         state[self.name] = [t for t in pod.tolerations if (t.get("effect") or "PreferNoSchedule") == "PreferNoSchedule"]
@@ -64,5 +64,5 @@ class TaintToleration:
         return sum(1 for taint in node.taints if taint.get("effect") == "PreferNoSchedule"
                    and not any(tolerates(t, taint) for t in tolerations))
 
-    def normalize(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], scores: list[int]) -> None:
+    def normalize(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], scores: list[int]) -> None:
         default_normalize(scores, reverse=True)
