@@ -38,6 +38,10 @@ log = structlog.get_logger("minik.scheduler")
 
 Obj = dict[str, Any]
 
+#: how long the scheduler decides pods in a row, when several are waiting, before it lets the rest of the process
+#: run (events, binds): a cycle run between unrelated work finds less of what it reads in the processor's caches
+CYCLES_SECONDS = 0.002
+
 
 @dataclass(frozen=True)
 class SchedulerSettings:
@@ -226,17 +230,28 @@ class Scheduler:
             # idle or still starting, never pays for it
             first = await self.queue.pop()
             await self.warm_up()
+        loop = asyncio.get_running_loop()
         while True:
             if first is not None:
                 qp, first = first, None
             else:
                 qp = await self.queue.pop()
-            try:
-                self.schedule_one(qp)
-            except Exception:  # noqa: BLE001 - a bug in one cycle must not stop scheduling
-                self._log.exception("scheduling cycle failed", pod=qp.key)
-                self.queue.add_backoff(qp)
-            await asyncio.sleep(0)  # let the informers and the binds run between cycles
+            # the pods waiting are decided in a row for up to CYCLES_SECONDS (the code and the columns stay in the
+            # processor's caches), then the informers and the binds run
+            until = loop.time() + CYCLES_SECONDS
+            while True:
+                try:
+                    self.schedule_one(qp)
+                except Exception:  # noqa: BLE001 - a bug in one cycle must not stop scheduling
+                    self._log.exception("scheduling cycle failed", pod=qp.key)
+                    self.queue.add_backoff(qp)
+                if loop.time() >= until:
+                    break
+                next_pod = self.queue.pop_nowait()
+                if next_pod is None:
+                    break
+                qp = next_pod
+            await asyncio.sleep(0)
 
     def schedule_one(self, qp: QueuedPod) -> None:
         """One scheduling cycle, without awaiting: decide, assume, and start the bind."""
