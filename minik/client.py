@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl as ssl_module
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
@@ -332,7 +333,7 @@ class Watch:
         self._open_stream = open_stream
         self._response: StreamedResponse | None = None
         self._splitter = LineSplitter()
-        self._pending: list[bytes] = []
+        self._pending: deque[bytes] = deque()
         self._finished = False
 
     async def _open(self) -> StreamedResponse:
@@ -366,7 +367,7 @@ class Watch:
             try:
                 chunk = await response.chunks.__anext__()
             except StopAsyncIteration:
-                self._pending = self._splitter.finish()
+                self._pending = deque(self._splitter.finish())
                 if not self._pending:
                     await self.aclose()
                     raise
@@ -374,8 +375,8 @@ class Watch:
             except BaseException:
                 await self.aclose()
                 raise
-            self._pending = self._splitter.feed(chunk)
-        line = self._pending.pop(0)
+            self._pending = deque(self._splitter.feed(chunk))
+        line = self._pending.popleft()
         try:
             event = orjson.loads(line)
             kind, obj = event["type"], event["object"]
@@ -389,7 +390,7 @@ class Watch:
 
     async def aclose(self) -> None:
         self._finished = True
-        self._pending = []
+        self._pending = deque()
         if self._response is not None:
             await self._response.close()
 
