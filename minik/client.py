@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import aiohttp
 import orjson
-from multidict import CIMultiDict
+from multidict import CIMultiDict, CIMultiDictProxy
 
 from minik.api.errors import StatusError
 from minik.api.registry import Registry, ResourceType
@@ -212,6 +212,8 @@ class InProcessTransport:
     def __init__(self, api: "ApiServer", token: str | None = None) -> None:
         self.api = api
         self._token = token
+        # the request headers for each content type, made once (the server only reads them)
+        self._headers: dict[str | None, CIMultiDictProxy[str]] = {}
 
     def _request(self, method: str, path: str, query: Mapping[str, str], body: bytes | None,
                  content_type: str | None) -> "ApiRequest":
@@ -219,11 +221,14 @@ class InProcessTransport:
         # process must not load the API server
         from minik.apiserver.request import ApiRequest
 
-        headers: CIMultiDict[str] = CIMultiDict({"Accept": JSON})
-        if content_type:
-            headers["Content-Type"] = content_type
-        if self._token:
-            headers["Authorization"] = f"Bearer {self._token}"
+        headers = self._headers.get(content_type)
+        if headers is None:
+            made: CIMultiDict[str] = CIMultiDict({"Accept": JSON})
+            if content_type:
+                made["Content-Type"] = content_type
+            if self._token:
+                made["Authorization"] = f"Bearer {self._token}"
+            headers = self._headers[content_type] = CIMultiDictProxy(made)
         return ApiRequest(method, path, dict(query), headers, body or b"")
 
     async def request(self, method: str, path: str, query: Mapping[str, str], body: bytes | None = None,
