@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl as ssl_module
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import aiohttp
 import orjson
-from multidict import CIMultiDict
+from multidict import CIMultiDict, CIMultiDictProxy
 
 from minik.api.errors import StatusError
 from minik.api.registry import Registry, ResourceType
@@ -211,6 +212,8 @@ class InProcessTransport:
     def __init__(self, api: "ApiServer", token: str | None = None) -> None:
         self.api = api
         self._token = token
+        # the request headers for each content type, made once (the server only reads them)
+        self._headers: dict[str | None, CIMultiDictProxy[str]] = {}
 
     def _request(self, method: str, path: str, query: Mapping[str, str], body: bytes | None,
                  content_type: str | None) -> "ApiRequest":
@@ -218,11 +221,14 @@ class InProcessTransport:
         # process must not load the API server
         from minik.apiserver.request import ApiRequest
 
-        headers: CIMultiDict[str] = CIMultiDict({"Accept": JSON})
-        if content_type:
-            headers["Content-Type"] = content_type
-        if self._token:
-            headers["Authorization"] = f"Bearer {self._token}"
+        headers = self._headers.get(content_type)
+        if headers is None:
+            made: CIMultiDict[str] = CIMultiDict({"Accept": JSON})
+            if content_type:
+                made["Content-Type"] = content_type
+            if self._token:
+                made["Authorization"] = f"Bearer {self._token}"
+            headers = self._headers[content_type] = CIMultiDictProxy(made)
         return ApiRequest(method, path, dict(query), headers, body or b"")
 
     async def request(self, method: str, path: str, query: Mapping[str, str], body: bytes | None = None,
@@ -332,7 +338,7 @@ class Watch:
         self._open_stream = open_stream
         self._response: StreamedResponse | None = None
         self._splitter = LineSplitter()
-        self._pending: list[bytes] = []
+        self._pending: deque[bytes] = deque()
         self._finished = False
 
     async def _open(self) -> StreamedResponse:
@@ -366,7 +372,7 @@ class Watch:
             try:
                 chunk = await response.chunks.__anext__()
             except StopAsyncIteration:
-                self._pending = self._splitter.finish()
+                self._pending = deque(self._splitter.finish())
                 if not self._pending:
                     await self.aclose()
                     raise
@@ -374,8 +380,8 @@ class Watch:
             except BaseException:
                 await self.aclose()
                 raise
-            self._pending = self._splitter.feed(chunk)
-        line = self._pending.pop(0)
+            self._pending = deque(self._splitter.feed(chunk))
+        line = self._pending.popleft()
         try:
             event = orjson.loads(line)
             kind, obj = event["type"], event["object"]
@@ -389,7 +395,7 @@ class Watch:
 
     async def aclose(self) -> None:
         self._finished = True
-        self._pending = []
+        self._pending = deque()
         if self._response is not None:
             await self._response.close()
 

@@ -39,6 +39,9 @@ _COMBINED = "(combined from similar events): "
 #: the involved-object fields an Event carries (an ObjectReference)
 _REFERENCE_FIELDS = ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion")
 
+#: the involved-object fields that tell events apart (with the type, the reason and the message)
+_KEY_FIELDS = ("kind", "namespace", "name", "uid", "apiVersion", "fieldPath")
+
 
 def object_reference(obj: Mapping[str, Any], field_path: str | None = None) -> Obj:
     """An ObjectReference to ``obj``, which must carry ``kind`` and ``apiVersion`` (as objects read from the API
@@ -128,12 +131,13 @@ class EventRecorder:
               field_path: str | None = None) -> None:
         """Record an event about ``obj``. ``type_`` is "Normal" or "Warning"; ``reason`` is UpperCamelCase."""
         reference = object_reference(obj, field_path)
-        if self._too_many_similar(reference, type_, reason, message):
+        group = (*(reference.get(f, "") for f in _KEY_FIELDS), type_, reason)
+        if self._too_many_similar(group, message):
             # one Event per group from here on, its message the latest one
-            key = self._key(reference, type_, reason, _COMBINED)
+            key = (*group, _COMBINED)
             message = _COMBINED + message
         else:
-            key = self._key(reference, type_, reason, message)
+            key = (*group, message)
         pending = self._pending.get(key)
         if pending is not None:
             pending.repeats += 1
@@ -146,24 +150,22 @@ class EventRecorder:
             self._pending[key] = _Pending(reference, type_, reason, message, 1, now_rfc3339())
         self._wake.set()
 
-    def _key(self, reference: Obj, type_: str, reason: str, message: str) -> tuple[Any, ...]:
-        ref = tuple(reference.get(f, "") for f in ("kind", "namespace", "name", "uid", "apiVersion", "fieldPath"))
-        return (*ref, type_, reason, message)
-
-    def _too_many_similar(self, reference: Obj, type_: str, reason: str, message: str) -> bool:
-        """Whether more than ``similar_limit`` messages were recorded for this object, type and reason within the
-        window (Kubernetes' EventAggregator)."""
-        group = self._key(reference, type_, reason, "")
+    def _too_many_similar(self, group: tuple[Any, ...], message: str) -> bool:
+        """Whether more than ``similar_limit`` messages were recorded for this group (object, type and reason)
+        within the window (Kubernetes' EventAggregator)."""
         now = time.monotonic()
-        since, messages = self._similar.get(group, (now, set()))
-        if now - since > self.similar_window_seconds:
-            since, messages = now, set()
+        found = self._similar.get(group)
+        if found is None or now - found[0] > self.similar_window_seconds:
+            found = (now, {message})
+            self._similar.pop(group, None)
+            self._similar[group] = found  # the newest at the end
+            while len(self._similar) > self.cache_size:
+                self._similar.popitem(last=False)
+            return len(found[1]) > self.similar_limit
+        messages = found[1]
         if len(messages) <= self.similar_limit:  # past the limit, what matters is only that it was passed
             messages.add(message)
-        self._similar[group] = (since, messages)
         self._similar.move_to_end(group)
-        while len(self._similar) > self.cache_size:
-            self._similar.popitem(last=False)
         return len(messages) > self.similar_limit
 
     # -- writing --------------------------------------------------------------------------------------------

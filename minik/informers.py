@@ -21,6 +21,8 @@ import asyncio
 import inspect
 import random
 import sys
+import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from types import TracebackType
 from typing import Any
@@ -81,6 +83,15 @@ def _resource_version(obj: Obj) -> str:
 #: decoded pod's memory
 INTERN_MAX_LENGTH = 64
 
+#: an object's strings are interned once it has been held this long (at the next hold after that): versions that
+#: die young (a pending pod, replaced by its bound version once the scheduler gets to it) never pay for it
+YOUNG_SECONDS = 2.0
+
+#: metadata fields whose values are one object's own (no other object repeats them): interning them would only
+#: grow the interpreter's table of interned strings, and make every lookup in it slower
+_OWN_METADATA = frozenset({"name", "uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
+                           "generation"})
+
 
 def _intern_strings(value: dict[str, Any] | list[Any], intern: Callable[[str], str] = sys.intern) -> None:
     """Replace every short string value under ``value`` (in place) with its interned copy."""
@@ -94,15 +105,40 @@ def _intern_strings(value: dict[str, Any] | list[Any], intern: Callable[[str], s
             _intern_strings(item, intern)
 
 
+def _intern_object(obj: Obj) -> None:
+    """``_intern_strings`` for an API object, leaving out the metadata fields that are its own."""
+    meta = obj.get("metadata")
+    for key, item in obj.items():
+        kind = type(item)
+        if kind is str:
+            if len(item) <= INTERN_MAX_LENGTH:
+                obj[key] = sys.intern(item)
+        elif item is meta and kind is dict:
+            for field, value in meta.items():
+                if field not in _OWN_METADATA:
+                    if type(value) is str:
+                        if len(value) <= INTERN_MAX_LENGTH:
+                            meta[field] = sys.intern(value)
+                    elif type(value) is dict or type(value) is list:
+                        _intern_strings(value)
+        elif kind is dict or kind is list:
+            _intern_strings(item)
+
+
 class SharedObjects:
     """One decoded copy of each object version for every informer of the process, counted by its holders.
 
     An informer ``hold``s each object it caches (getting the copy already held, when another informer has the
     same uid at the same resourceVersion) and ``release``s it when it drops it; the last release forgets it.
+    Interning the strings of an object waits until it has been held for ``young_seconds``.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, young_seconds: float = YOUNG_SECONDS, clock: Callable[[], float] = time.monotonic) -> None:
         self._objects: dict[tuple[str, str], list[Any]] = {}  # (uid, resourceVersion) -> [object, holders]
+        # (when to intern, key) of the objects held last, oldest first, not interned yet
+        self._young: deque[tuple[float, tuple[str, str]]] = deque()
+        self._young_seconds = young_seconds
+        self._clock = clock
 
     @staticmethod
     def _key(obj: Obj) -> tuple[str, str] | None:
@@ -113,8 +149,8 @@ class SharedObjects:
         return (uid, version) if isinstance(uid, str) and uid and isinstance(version, str) and version else None
 
     def hold(self, obj: Obj) -> Obj:
-        """The shared copy of ``obj`` (``obj`` itself when it is the first of its version, its short strings
-        interned), managedFields left out."""
+        """The shared copy of ``obj`` (``obj`` itself when it is the first of its version; its short strings are
+        interned later, if it lives), managedFields left out."""
         meta = obj.get("metadata")
         if isinstance(meta, dict):
             meta.pop("managedFields", None)
@@ -123,8 +159,14 @@ class SharedObjects:
             return obj
         entry = self._objects.get(key)
         if entry is None:
-            _intern_strings(obj)
             self._objects[key] = [obj, 1]
+            young, now = self._young, self._clock()
+            young.append((now + self._young_seconds, key))
+            while young[0][0] <= now:
+                # interning replaces strings with equal ones in place: the holders see the same values
+                survivor = self._objects.get(young.popleft()[1])
+                if survivor is not None:
+                    _intern_object(survivor[0])
             return obj
         entry[1] += 1
         shared: Obj = entry[0]
@@ -440,7 +482,7 @@ class Informer:
         for handler in handlers:
             try:
                 result = handler(*args)
-                if inspect.isawaitable(result):
+                if result is not None and inspect.isawaitable(result):
                     await result
             except Exception:  # noqa: BLE001 - one handler's bug must not stop the informer
                 self._log.exception("informer handler failed", handler=getattr(handler, "__qualname__",

@@ -422,15 +422,20 @@ class ResourceRest:
 
     # -- binding -------------------------------------------------------------------------------------------
     async def bind(self, namespace: str, name: str, binding: Obj, user: User) -> None:
-        """pods/binding: set spec.nodeName once (Conflict if the pod is bound already)."""
+        """pods/binding: set spec.nodeName once (Conflict if the pod is bound already). The Binding's
+        metadata.uid and resourceVersion, when set, are preconditions on the pod (Conflict when it is another)."""
         target = binding.get("target") or {}
         node = target.get("name") if isinstance(target, dict) else None
         if not node or not isinstance(node, str):
             raise invalid("Binding", "", name, [Cause("target.name", "FieldValueRequired", "Required value")])
 
-        annotations = (binding.get("metadata") or {}).get("annotations") or {}
+        bmeta = binding.get("metadata") or {}
+        annotations = bmeta.get("annotations") or {}
+        preconditions = {k: bmeta[k] for k in ("uid", "resourceVersion") if bmeta.get(k)}
 
         def assign(pod: Obj) -> Obj:
+            if preconditions:
+                self._check_preconditions(name, preconditions, pod.get("metadata") or {})
             try:
                 assign_pod(pod, node, now_rfc3339())
             except ValueError as exc:

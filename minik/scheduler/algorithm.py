@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from minik.scheduler.framework import (ClusterView, Code, CycleState, FilterPlugin, NodeInfo, NodeList,
                                        NormalizePlugin, PodInfo, PreFilterExtensions, PreFilterPlugin,
                                        PreScorePlugin, ScorePlugin, Status, VectorFilterPlugin, VectorScorePlugin)
+from minik.scheduler.arrays import RowNodes
 from minik.scheduler.plugins.registry import Profile
 
 if TYPE_CHECKING:
@@ -195,7 +197,7 @@ class Algorithm:
         return self.run_filters(trial[0], pod, trial[1])
 
     def find_feasible(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
-                      diagnosis: Diagnosis) -> tuple[list[NodeInfo], Ints]:
+                      diagnosis: Diagnosis) -> tuple[Sequence[NodeInfo], Ints]:
         """The first feasible nodes in order from the rotating start, until enough are found, and their rows.
 
         Filters that work on columns (``filter_mask``) check every node at once; the others then check the
@@ -215,17 +217,26 @@ class Algorithm:
                 found = plugin.filter_mask(state, pod, arrays)  # type: ignore[attr-defined]
             if found is None:
                 per_node.append(plugin)
-            else:
+            elif found is not True:  # True: every node passes
                 mask = found if mask is None else mask & found
         start = self.next_start_node_index % total
-        rows: Ints = np.flatnonzero(mask) if mask is not None else np.arange(total, dtype=np.int64)
-        cut = int(np.searchsorted(rows, start))
-        if cut:
-            rows = np.concatenate((rows[cut:], rows[:cut]))
         nominations = state.nodes.nominated_nodes()
-        if not per_node and not nominations:
+        whole = bool(per_node or nominations)  # the per-node filters may need every row, not the first ``want``
+        rows: Ints
+        if mask is None:
+            rows = np.arange(start, start + (total if whole else min(want, total)), dtype=np.int64)
+            if start:
+                rows[rows >= total] -= total
+        else:
+            # the rows from the rotating start to the end, then (when they are not enough) from the beginning
+            rows = np.flatnonzero(mask[start:] if start else mask)
+            if start:
+                rows += start
+                if whole or len(rows) < want:
+                    rows = np.concatenate((rows, np.flatnonzero(mask[:start])))
+        if not whole:
             rows = rows[:want]
-            feasible = arrays.nodes_at(rows)
+            feasible: Sequence[NodeInfo] = RowNodes(arrays, rows)
         else:
             feasible, kept = [], []
             order = rows.tolist()
@@ -260,7 +271,7 @@ class Algorithm:
         return feasible, rows
 
     # -- scoring -------------------------------------------------------------------------------------------------
-    def score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], rows: Ints | None = None,
+    def score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], rows: Ints | None = None,
               breakdown: dict[str, list[int]] | None = None) -> Ints:
         """The weighted total of every score plugin for each node (in ``nodes`` order). With ``rows`` (the
         nodes' rows in the cycle's columns) plugins that can score columns do (``score_array``)."""
@@ -292,7 +303,7 @@ class Algorithm:
             totals += scores
         return totals
 
-    def select(self, nodes: list[NodeInfo], totals: Ints) -> NodeInfo:
+    def select(self, nodes: Sequence[NodeInfo], totals: Ints) -> NodeInfo:
         """The best node; ties broken uniformly at random (as kube-scheduler's selectHost)."""
         ties = np.flatnonzero(totals == totals.max())
         return nodes[int(ties[0]) if len(ties) == 1 else int(ties[self.rng.randrange(len(ties))])]

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import importlib
 import threading
+from collections.abc import Iterator, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 if TYPE_CHECKING:
     import numpy as np
@@ -71,6 +72,10 @@ class NodeArrays:
         self.infos = infos
         self._objects: Any = None  # the infos as a numpy object array, for nodes_at
         self._labels: dict[str, tuple[Ints, list[str]]] = {}
+        self._any_soft_taints: bool | None = None
+        self._any_hard_taints: bool | None = None
+        self._any_unschedulable: bool | None = None
+        self._all_allocatable: bool | None = None
         # column-major: each column is contiguous for the vector operations
         self.data: Ints = np.zeros((self.size, len(_COLUMNS)), dtype=np.int64, order="F")
         (self.alloc_cpu, self.alloc_memory, self.free_cpu, self.free_memory, self.free_pods, self.non_zero_cpu,
@@ -114,10 +119,73 @@ class NodeArrays:
             found = self._labels[key] = (ids, values)
         return found
 
-    def labels_changed(self) -> None:
+    @property
+    def all_allocatable(self) -> bool:
+        """Whether every node has some allocatable cpu and memory (the scores then need no guard against 0)."""
+        if self._all_allocatable is None:
+            self._all_allocatable = bool((self.alloc_cpu > 0).all() and (self.alloc_memory > 0).all())
+        return self._all_allocatable
+
+    # whether any node has a PreferNoSchedule taint, a NoSchedule or NoExecute taint, spec.unschedulable: worked
+    # out once per change of the nodes, not per cycle
+    @property
+    def any_soft_taints(self) -> bool:
+        if self._any_soft_taints is None:
+            self._any_soft_taints = bool(self.soft_taints.any())
+        return self._any_soft_taints
+
+    @property
+    def any_hard_taints(self) -> bool:
+        if self._any_hard_taints is None:
+            self._any_hard_taints = bool(self.hard_taints.any())
+        return self._any_hard_taints
+
+    @property
+    def any_unschedulable(self) -> bool:
+        if self._any_unschedulable is None:
+            self._any_unschedulable = bool(self.unschedulable.any())
+        return self._any_unschedulable
+
+    def nodes_changed(self) -> None:
+        """A node object changed (its labels, taints or allocatable): forget what was worked out from them."""
         self._labels.clear()
+        self._any_soft_taints = self._any_hard_taints = self._any_unschedulable = self._all_allocatable = None
 
     def detach(self, infos: list["NodeInfo"]) -> None:
         for info in infos:
             if info.arrays is self:
                 info.attach(None, -1)
+
+
+class RowNodes(Sequence["NodeInfo"]):
+    """The NodeInfos at ``rows`` of ``arrays``, in that order: one is read without making the list (a cycle whose
+    scores all work on columns reads only the node it chooses); iterating makes it once."""
+
+    __slots__ = ("_arrays", "_rows", "_list")
+
+    def __init__(self, arrays: NodeArrays, rows: Ints) -> None:
+        self._arrays = arrays
+        self._rows = rows
+        self._list: list[NodeInfo] | None = None
+
+    def _all(self) -> list["NodeInfo"]:
+        if self._list is None:
+            self._list = self._arrays.nodes_at(self._rows)
+        return self._list
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, index: int) -> "NodeInfo": ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list["NodeInfo"]: ...
+
+    def __getitem__(self, index: int | slice) -> "NodeInfo | list[NodeInfo]":
+        if isinstance(index, slice) or self._list is not None:
+            return self._all()[index]
+        return self._arrays.infos[int(self._rows[index])]
+
+    def __iter__(self) -> Iterator["NodeInfo"]:
+        return iter(self._all())

@@ -180,6 +180,13 @@ class Cache:
 
     def add_pod(self, pod: PodInfo) -> None:
         """A bound pod from the informer (added or updated): counted on its node, replacing any assumption."""
+        if self._pod_nodes.get(pod.key) == pod.node_name:
+            # the common update: the bind of an assumed pod, or a status change of a running one; when nothing the
+            # node's sums count changed, the new version takes the old one's place and no sum is redone
+            info = self._infos[pod.node_name]
+            if info.replace_pod(pod):
+                self.assumed.discard(pod.key)
+                return
         self.remove_pod(pod.key)
         self._place(pod, pod.node_name)
 

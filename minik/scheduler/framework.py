@@ -10,7 +10,7 @@ Plugins see pods and nodes as ``PodInfo`` and ``NodeInfo`` (``minik.scheduler.in
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -141,9 +141,9 @@ class FilterPlugin(Plugin, Protocol):
 class VectorFilterPlugin(FilterPlugin, Protocol):
     """A filter that can also check every node at once on the cycle's columns (``minik.scheduler.arrays``):
     ``filter_mask`` is True exactly where ``filter`` succeeds, or None when it cannot say for this pod (then
-    ``filter`` runs node by node)."""
+    ``filter`` runs node by node); plain ``True`` (no array) when it passes every node."""
 
-    def filter_mask(self, state: CycleState, pod: PodInfo, arrays: NodeArrays) -> Mask | None: ...
+    def filter_mask(self, state: CycleState, pod: PodInfo, arrays: NodeArrays) -> Mask | bool | None: ...
 
 
 @runtime_checkable
@@ -158,7 +158,7 @@ class PreFilterExtensions(Plugin, Protocol):
 
 @runtime_checkable
 class PreScorePlugin(Plugin, Protocol):
-    def pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status: ...
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status: ...
 
 
 @runtime_checkable
@@ -176,7 +176,7 @@ class VectorScorePlugin(ScorePlugin, Protocol):
 
 @runtime_checkable
 class NormalizePlugin(Plugin, Protocol):
-    def normalize(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], scores: list[int]) -> None:
+    def normalize(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], scores: list[int]) -> None:
         """Bring the scores of ``nodes`` (in that order) to 0..MAX_NODE_SCORE, in place."""
         ...
 

@@ -181,7 +181,7 @@ class NodeInfo:
         self.unschedulable = bool(spec.get("unschedulable"))
         self.allocatable = Resource.from_list(status.get("allocatable") or status.get("capacity") or {})
         if self.arrays is not None:
-            self.arrays.labels_changed()
+            self.arrays.nodes_changed()
         self._refresh()
 
     def _refresh(self) -> None:
@@ -222,6 +222,19 @@ class NodeInfo:
         if pod.deleting:
             self.deleting_pods += 1
         self._refresh()
+
+    def replace_pod(self, pod: PodInfo) -> bool:
+        """Put ``pod`` in the place of the version of it counted here, when everything the sums and indexes count
+        is the same in both (requests, host ports, labels, deletion, no affinity terms); False (nothing done)
+        otherwise."""
+        old = self.pods.get(pod.key)
+        if old is None or old.has_affinity_terms or pod.has_affinity_terms or old.deleting != pod.deleting or \
+                old.non_zero_cpu != pod.non_zero_cpu or old.non_zero_memory != pod.non_zero_memory or \
+                not old.requests.same_as(pod.requests) or old.host_ports != pod.host_ports or \
+                old.labels != pod.labels:
+            return False
+        self.pods[pod.key] = pod
+        return True
 
     def remove_pod(self, key: str) -> PodInfo | None:
         pod = self.pods.pop(key, None)

@@ -83,6 +83,11 @@ class Resource:
         for name, value in other.scalar.items():
             self.scalar[name] = max(self.scalar.get(name, 0), value)
 
+    def same_as(self, other: "Resource") -> bool:
+        return self.milli_cpu == other.milli_cpu and self.memory == other.memory and \
+            self.ephemeral_storage == other.ephemeral_storage and self.pods == other.pods and \
+            self.scalar == other.scalar
+
     def copy(self) -> "Resource":
         return Resource(self.milli_cpu, self.memory, self.ephemeral_storage, self.pods, dict(self.scalar))
 

@@ -118,6 +118,14 @@ async def test_bind_assigns_the_pod_to_the_node_once(client: Client) -> None:
     assert conflict.value.code == 409 and conflict.value.reason == "Conflict"
 
 
+async def test_bind_with_the_uid_of_another_pod_of_that_name_is_a_conflict(client: Client) -> None:
+    await client.create("pods", pod("web"), "default")
+    with pytest.raises(StatusError) as conflict:
+        await client.bind("web", "node-1", "default", uid="0b5e5c1e-uid-of-a-deleted-pod")
+    assert conflict.value.code == 409 and "Precondition failed: UID in precondition" in conflict.value.message
+    assert not (await client.get("pods", "web", "default"))["spec"].get("nodeName")
+
+
 async def test_status_is_written_through_update_status_and_patch_status(client: Client) -> None:
     created = await client.create("pods", pod("web"), "default")
     running = dict(created, status={"phase": "Running"})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 from minik.aio import Backoff
 from minik.client import Client
 from minik.cluster import Cluster
-from minik.informers import NODE_NAME_INDEX, Informer, by_node_name, object_key, split_key
+from minik.informers import NODE_NAME_INDEX, Informer, SharedObjects, by_node_name, object_key, split_key
 
 
 class Recorder:
@@ -220,6 +221,33 @@ async def test_informers_of_one_process_share_one_copy_of_each_object_without_ma
         assert cached is second.get("default/shared")
         assert cached is not None and "managedFields" not in cached["metadata"]
     assert first.get("default/shared") is cached  # a stopped informer's cache stays readable
+
+
+def test_shared_objects_intern_the_strings_of_the_versions_held_for_a_while_but_not_their_own() -> None:
+    def version(uid: str) -> dict[str, Any]:
+        # strings built at run time, as a decoder makes them: not the interned copies until interned
+        return {"metadata": {"uid": uid, "resourceVersion": "1", "name": "".join(("we", "b")),
+                             "namespace": "".join(("defa", "ult"))},
+                "status": {"phase": "".join(("Run", "ning"))}}
+
+    def interned(obj: dict[str, Any], value: str) -> bool:
+        return any(s is sys.intern(value) for s in (obj["status"]["phase"], obj["metadata"]["namespace"],
+                                                     obj["metadata"]["name"]) if s == value)
+
+    now = [0.0]
+    shared = SharedObjects(young_seconds=2.0, clock=lambda: now[0])
+    short_lived = shared.hold(version("a"))
+    shared.release(short_lived)  # replaced within the second
+    kept = shared.hold(version("b"))
+    now[0] = 1.5
+    assert not interned(kept, "Running")
+    shared.hold(version("c"))
+    now[0] = 2.5
+    later = shared.hold(version("d"))
+    assert interned(kept, "Running") and interned(kept, "default")  # held for 2 s, then another object came
+    assert not interned(kept, "web")  # its name is its own: never worth a place in the table
+    assert not interned(short_lived, "Running")  # released before then: never paid for
+    assert not interned(later, "Running")
 
 
 async def test_an_update_from_a_cached_object_keeps_the_stored_managed_fields(client: Client) -> None:

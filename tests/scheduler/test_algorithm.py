@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from minik.scheduler.algorithm import Algorithm, FitError, num_feasible_nodes_to_find
+from minik.scheduler.algorithm import Algorithm, Diagnosis, FitError, num_feasible_nodes_to_find
 from minik.scheduler.framework import SUCCESS, CycleState, NodeInfo, PodInfo, StaticNodes, Status, unschedulable
 from minik.scheduler.plugins.registry import Profile, build_profile
 
@@ -41,6 +41,29 @@ def test_large_clusters_are_sampled_from_a_rotating_start() -> None:
     assert algorithm.next_start_node_index == 840
     with_all = Algorithm(build_profile(), percentage_of_nodes_to_score=100)
     assert with_all.schedule(pod_info("c"), nodes).feasible_nodes == 1000
+
+
+@pytest.mark.parametrize("ports", [False, True])  # the column filters alone, or a per-node filter after them
+def test_the_sample_is_the_first_feasible_nodes_from_the_rotating_start_wrapping_around(ports: bool) -> None:
+    rng = random.Random(3)
+    infos = [node_info(f"n{i:03d}", cpu=rng.choice(["1", "4"]), unschedulable=rng.random() < 0.2,
+                       running=[pod_object("web", ports=[{"containerPort": 80, "hostPort": 8080}])]
+                       if rng.random() < 0.2 else [])
+             for i in range(300)]
+    nodes = StaticNodes(infos)
+    algorithm = Algorithm(build_profile(), percentage_of_nodes_to_score=10)  # 100 of 300 nodes
+    pod = pod_info("p", cpu="2", ports=[{"containerPort": 80, "hostPort": 8080}] if ports else [])
+    for start in (0, 1, 150, 250, 299):
+        algorithm.next_start_node_index = start
+        state = algorithm.new_state(nodes)
+        assert algorithm.run_pre_filters(state, pod) is None
+        order = infos[start:] + infos[:start]
+        expected = [n.name for n in order if algorithm.run_filters(state, pod, n).ok][:100]
+        feasible, rows = algorithm.find_feasible(state, pod, infos, Diagnosis(len(infos)))
+        assert [n.name for n in feasible] == expected
+        assert [infos[r].name for r in rows.tolist()] == expected
+        last = infos.index(feasible[-1]) if len(expected) == 100 else start - 1
+        assert algorithm.next_start_node_index == (last + 1) % 300
 
 
 def test_ties_are_broken_at_random_among_the_best_nodes() -> None:

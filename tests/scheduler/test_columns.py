@@ -54,16 +54,47 @@ def test_column_filters_and_scores_equal_the_per_node_ones(seed: int) -> None:
     node_list = StaticNodes(nodes)
     arrays = node_list.arrays()
     rows = np.arange(len(nodes), dtype=np.int64)
+    assert arrays.all_allocatable
     for i in range(20):
         pod = random_pod(rng, i)
         state = CycleState(node_list)
         for plugin in (NodeUnschedulable(), TaintToleration(), NodeResourcesFit()):
             mask = plugin.filter_mask(state, pod, arrays)
             assert mask is not None
-            assert mask.tolist() == [plugin.filter(state, pod, n).ok for n in nodes], plugin.name
+            passed = [True] * len(nodes) if mask is True else mask.tolist()  # True: every node passes
+            assert passed == [plugin.filter(state, pod, n).ok for n in nodes], plugin.name
         for plugin in (NodeResourcesFit(LEAST_ALLOCATED), NodeResourcesFit(MOST_ALLOCATED), BalancedAllocation()):
             assert plugin.score_array(state, pod, arrays, rows).tolist() == \
                 [plugin.score(state, pod, n) for n in nodes], plugin.name
+
+
+def test_column_scores_equal_the_per_node_ones_when_a_node_has_no_allocatable_cpu_or_memory() -> None:
+    rng = random.Random(7)
+    nodes = [*random_cluster(rng, 10), node_info("no-cpu", cpu="0"), node_info("no-memory", memory="0")]
+    node_list = StaticNodes(nodes)
+    arrays = node_list.arrays()
+    assert not arrays.all_allocatable
+    rows = np.arange(len(nodes), dtype=np.int64)
+    for i in range(10):
+        pod = random_pod(rng, i)
+        state = CycleState(node_list)
+        for plugin in (NodeResourcesFit(LEAST_ALLOCATED), NodeResourcesFit(MOST_ALLOCATED), BalancedAllocation()):
+            scores = plugin.score_array(state, pod, arrays, rows).tolist()
+            assert scores == [plugin.score(state, pod, n) for n in nodes], plugin.name
+        assert BalancedAllocation().score_array(state, pod, arrays, rows).tolist()[-2:] == [0, 0]
+
+
+def test_filters_pass_every_node_without_an_array_until_a_node_is_cordoned_or_tainted() -> None:
+    nodes = [node_info("a"), node_info("b")]
+    node_list = StaticNodes(nodes)
+    arrays = node_list.arrays()
+    pod, state = pod_info("p"), CycleState(node_list)
+    assert NodeUnschedulable().filter_mask(state, pod, arrays) is True
+    assert TaintToleration().filter_mask(state, pod, arrays) is True
+    nodes[0].set_node({**nodes[0].node, "spec": {"unschedulable": True}})
+    nodes[1].set_node({**nodes[1].node, "spec": {"taints": [TAINTS[0]]}})
+    assert NodeUnschedulable().filter_mask(state, pod, arrays).tolist() == [False, True]  # type: ignore[union-attr]
+    assert TaintToleration().filter_mask(state, pod, arrays).tolist() == [True, False]  # type: ignore[union-attr]
 
 
 def test_columns_follow_the_pods_added_to_and_removed_from_a_node() -> None:

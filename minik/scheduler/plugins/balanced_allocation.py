@@ -28,6 +28,13 @@ class BalancedAllocation:
         return int((1.0 - abs(cpu - memory) / 2) * MAX_NODE_SCORE)
 
     def score_array(self, state: CycleState, pod: PodInfo, arrays: NodeArrays, rows: Ints) -> Ints:
+        if arrays.all_allocatable:  # no guard against an empty node
+            capacity = arrays.alloc_cpu[rows]
+            cpu = np.minimum((capacity - arrays.free_cpu[rows] + pod.requests.milli_cpu) / capacity, 1.0)
+            capacity = arrays.alloc_memory[rows]
+            memory = np.minimum((capacity - arrays.free_memory[rows] + pod.requests.memory) / capacity, 1.0)
+            total: Ints = ((1.0 - np.abs(cpu - memory) / 2) * MAX_NODE_SCORE).astype(np.int64)
+            return total
         alloc_cpu, alloc_memory = arrays.alloc_cpu[rows], arrays.alloc_memory[rows]
         valid = (alloc_cpu > 0) & (alloc_memory > 0)
         cpu = np.minimum((alloc_cpu - arrays.free_cpu[rows] + pod.requests.milli_cpu)

@@ -14,7 +14,7 @@ add ``hard_pod_affinity_weight``. Scores are normalized between the lowest and t
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from minik.scheduler.arrays import NodeArrays
@@ -246,7 +246,7 @@ class InterPodAffinity:
             for term in other.preferred_anti_affinity:
                 add(term, -term.weight, pod, pod_ns)
 
-    def pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status:
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
         has_preferred = bool(pod.preferred_affinity or pod.preferred_anti_affinity)
         scores: dict[Pair, int] = {}
         if has_preferred:
@@ -277,7 +277,7 @@ class InterPodAffinity:
                 total += values.get(value, 0)
         return total
 
-    def normalize(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], scores: list[int]) -> None:
+    def normalize(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], scores: list[int]) -> None:
         if not scores:
             return
         lowest, highest = min(scores), max(scores)

@@ -3,7 +3,7 @@ metadata.name through matchFields); preferred node affinity adds its terms' weig
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from minik.api.placement import requirement_matches
@@ -61,7 +61,7 @@ class NodeAffinity:
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         return SUCCESS if pod_matches_node(pod, node) else unresolvable(ERR_REASON)
 
-    def pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status:
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
         preferred = (pod.affinity.get("nodeAffinity") or {}).get("preferredDuringSchedulingIgnoredDuringExecution")
         if not preferred:
             return SKIP
@@ -71,5 +71,5 @@ class NodeAffinity:
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
         return sum(weight for weight, term in state[self.name] if weight and term_matches(term, node))
 
-    def normalize(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], scores: list[int]) -> None:
+    def normalize(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], scores: list[int]) -> None:
         default_normalize(scores)

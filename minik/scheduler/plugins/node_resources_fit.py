@@ -78,6 +78,16 @@ class NodeResourcesFit:
         return (_most(cpu, node.alloc_milli_cpu) + _most(memory, node.alloc_memory)) // 2
 
     def score_array(self, state: CycleState, pod: PodInfo, arrays: NodeArrays, rows: Ints) -> Ints:
+        if arrays.all_allocatable and self.strategy == LEAST_ALLOCATED:
+            # no guard against an empty node, and a node the pod would overcommit scores 0 through the maximum:
+            # half the vector operations of _column_score, for the same numbers
+            capacity = arrays.alloc_cpu[rows]
+            cpu_free = np.maximum(capacity - (arrays.non_zero_cpu[rows] + pod.non_zero_cpu), 0)
+            cpu_score = cpu_free * MAX_NODE_SCORE // capacity
+            capacity = arrays.alloc_memory[rows]
+            memory_free = np.maximum(capacity - (arrays.non_zero_memory[rows] + pod.non_zero_memory), 0)
+            total: Ints = (cpu_score + memory_free * MAX_NODE_SCORE // capacity) // 2
+            return total
         cpu = _column_score(arrays.non_zero_cpu[rows] + pod.non_zero_cpu, arrays.alloc_cpu[rows], self.strategy)
         memory = _column_score(arrays.non_zero_memory[rows] + pod.non_zero_memory, arrays.alloc_memory[rows],
                                self.strategy)

@@ -10,11 +10,7 @@ from minik.scheduler.arrays import NodeArrays
 from minik.scheduler.framework import SUCCESS, CycleState, NodeInfo, PodInfo, Status, unresolvable
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from minik.scheduler.arrays import Mask
-else:
-    from minik.scheduler.arrays import np
 
 ERR_REASON = "node(s) were unschedulable"
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
@@ -30,7 +26,8 @@ class NodeUnschedulable:
             return SUCCESS
         return unresolvable(ERR_REASON)
 
-    def filter_mask(self, state: CycleState, pod: PodInfo, arrays: NodeArrays) -> Mask:
-        if any(tolerates(t, UNSCHEDULABLE_TAINT) for t in pod.tolerations):
-            return np.ones(arrays.size, dtype=np.bool_)
-        return arrays.unschedulable == 0
+    def filter_mask(self, state: CycleState, pod: PodInfo, arrays: NodeArrays) -> Mask | bool:
+        if not arrays.any_unschedulable or any(tolerates(t, UNSCHEDULABLE_TAINT) for t in pod.tolerations):
+            return True
+        mask: Mask = arrays.unschedulable == 0
+        return mask

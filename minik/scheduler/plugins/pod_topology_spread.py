@@ -17,7 +17,7 @@ pod's node affinity (``nodeAffinityPolicy: Honor``, the default) and, when asked
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -244,7 +244,7 @@ class PodTopologySpread:
         return mask
 
     # -- scoring -----------------------------------------------------------------------------------------------
-    def pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status:
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
         constraints, defaults = constraints_for(state, pod, SCHEDULE_ANYWAY)
         if not constraints or not nodes:
             return SKIP
@@ -296,7 +296,7 @@ class PodTopologySpread:
             total += count * weight + (c.max_skew - 1)
         return math.floor(total + 0.5)
 
-    def normalize(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], scores: list[int]) -> None:
+    def normalize(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], scores: list[int]) -> None:
         """Fewer matching pods is better: MAX * (highest + lowest - score) / highest over the nodes scored; a
         node without the keys gets 0."""
         ignored = state[f"{self.name}/score"].ignored

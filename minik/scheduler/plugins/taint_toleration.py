@@ -3,7 +3,7 @@ with fewer untolerated PreferNoSchedule taints score higher."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from minik.api.placement import tolerates
@@ -43,7 +43,9 @@ class TaintToleration:
         taint = untolerated_hard_taint(pod, node)
         return SUCCESS if taint is None else unresolvable(untolerated_reason(taint))
 
-    def filter_mask(self, state: CycleState, pod: PodInfo, arrays: NodeArrays) -> Mask:
+    def filter_mask(self, state: CycleState, pod: PodInfo, arrays: NodeArrays) -> Mask | bool:
+        if not arrays.any_hard_taints:
+            return True
         mask: Mask = arrays.hard_taints == 0
         if pod.tolerations:  # the tainted nodes (few, as a rule) one by one
             nodes = state.nodes.all()
@@ -51,8 +53,8 @@ class TaintToleration:
                 mask[row] = untolerated_hard_taint(pod, nodes[row]) is None
         return mask
 
-    def pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status:
-        if not state.nodes.arrays().soft_taints.any() or not any(n.has_soft_taints for n in nodes):
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+        if not state.nodes.arrays().any_soft_taints or not any(n.has_soft_taints for n in nodes):
             return SKIP
         state[self.name] = [t for t in pod.tolerations if (t.get("effect") or "PreferNoSchedule") == "PreferNoSchedule"]
         return SUCCESS
@@ -62,5 +64,5 @@ class TaintToleration:
         return sum(1 for taint in node.taints if taint.get("effect") == "PreferNoSchedule"
                    and not any(tolerates(t, taint) for t in tolerations))
 
-    def normalize(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], scores: list[int]) -> None:
+    def normalize(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], scores: list[int]) -> None:
         default_normalize(scores, reverse=True)
