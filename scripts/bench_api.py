@@ -563,8 +563,15 @@ class WriterResults:
         self.latencies: list[float] = []
         self.failed: list[str] = []
         self.failures = 0
-        self.done = asyncio.Event()
         self.pending = 0
+        self._drained: asyncio.Future[None] | None = None
+
+    async def drained(self, timeout: float) -> None:
+        """Wait until no create is waiting for its response (at most ``timeout`` seconds)."""
+        if self.pending > 0:
+            self._drained = asyncio.get_running_loop().create_future()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._drained, timeout)
 
     def ok(self, seconds: float) -> None:
         self.latencies.append(seconds)
@@ -578,8 +585,8 @@ class WriterResults:
 
     def _settle(self) -> None:
         self.pending -= 1
-        if self.pending <= 0:
-            self.done.set()
+        if self.pending <= 0 and self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
 
 
 async def paced_writer(url: str, duration: float, rate: int) -> dict[str, Any]:
@@ -625,16 +632,16 @@ async def paced_writer(url: str, duration: float, rate: int) -> dict[str, Any]:
             sent += 1
         await asyncio.sleep(max(0.0, started + (sent + skipped) / rate - time.perf_counter()))
     issued_seconds = time.perf_counter() - started
-    if results.pending > 0:
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(results.done.wait(), 30)
+    await results.drained(30)
     elapsed = time.perf_counter() - started
+    latencies = sorted(results.latencies)
+    failures, samples, unanswered = results.failures, list(results.failed), results.pending
     for conn in connections:
         if conn.transport is not None:
             conn.transport.close()
-    latencies = sorted(results.latencies)
     return {"issued": sent, "ok": len(latencies), "skipped_at_256_outstanding": skipped,
-            "failed": results.failures, "failed_samples": results.failed, "connections": len(connections),
+            "failed": failures, "failed_samples": samples, "unanswered_after_30s": unanswered,
+            "connections": len(connections),
             "issue_seconds": issued_seconds, "seconds": elapsed,
             "achieved_per_second": len(latencies) / max(elapsed, issued_seconds),
             "create_p50_ms": latencies[len(latencies) // 2] * 1000 if latencies else None,
