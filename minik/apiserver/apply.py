@@ -108,10 +108,42 @@ class ManagerKey:
         return text
 
 
-@dataclass
 class Entry:
-    fields: FieldSet
-    time: str | None
+    """One manager's fields and the time of its last write. An entry read from stored managedFields keeps its
+    fieldsV1 tree, decodes it only when its fields are read, and writes the same tree back while they are
+    unchanged: a status update changes its own manager's entry, and every other manager's costs nothing."""
+
+    __slots__ = ("_fields", "_tree", "time")
+
+    def __init__(self, fields: FieldSet | None, time: str | None, tree: Obj | None = None) -> None:
+        self._fields = fields
+        self._tree = tree
+        self.time = time
+
+    @property
+    def fields(self) -> FieldSet:
+        if self._fields is None:
+            try:
+                self._fields = fieldpath.decode(self._tree or {})
+            except ValueError:  # stored trees were checked when written; an unreadable one owns nothing
+                self._fields = set()
+        return self._fields
+
+    @fields.setter
+    def fields(self, value: FieldSet) -> None:  # ``entry.fields -= paths`` comes here too
+        self._fields = value
+        self._tree = None
+
+    def tree(self) -> Obj:
+        """The fieldsV1 tree of the fields."""
+        if self._tree is None:
+            self._tree = fieldpath.encode(self.fields)
+        return self._tree
+
+    def holds_any(self, paths: FieldSet) -> bool:
+        if self._fields is not None:
+            return not self._fields.isdisjoint(paths)
+        return fieldpath.tree_holds_any(self._tree or {}, paths)
 
 
 class Managed:
@@ -121,8 +153,9 @@ class Managed:
         self.entries = entries or {}
 
     @classmethod
-    def of(cls, obj: Obj) -> "Managed | None":
-        """The object's managedFields; None when there are none or they cannot be read."""
+    def of(cls, obj: Obj, *, stored: bool = False) -> "Managed | None":
+        """The object's managedFields; None when there are none or they cannot be read. ``stored``: they were
+        written by this server (checked then), so each entry's tree is decoded only if its fields are read."""
         raw = obj.get("metadata", {}).get("managedFields")
         if not raw or not isinstance(raw, list):
             return None
@@ -133,7 +166,11 @@ class Managed:
                                  item.get("subresource", ""))
                 if key.operation not in ("Apply", "Update") or item.get("fieldsType", "FieldsV1") != "FieldsV1":
                     return None
-                entries[key] = Entry(fieldpath.decode(item.get("fieldsV1") or {}), item.get("time"))
+                tree = item.get("fieldsV1") or {}
+                if stored and isinstance(tree, dict):
+                    entries[key] = Entry(None, item.get("time"), tree)
+                else:
+                    entries[key] = Entry(fieldpath.decode(tree), item.get("time"))
         except (KeyError, TypeError, ValueError):
             return None
         return cls(entries)
@@ -143,7 +180,7 @@ class Managed:
         if not paths:
             return
         for key in list(self.entries):
-            if key != keep:
+            if key != keep and self.entries[key].holds_any(paths):
                 self.entries[key].fields -= paths
                 if not self.entries[key].fields:
                     del self.entries[key]
@@ -167,7 +204,7 @@ class Managed:
         meta = obj.setdefault("metadata", {})
         order = sorted(self.entries.items(), key=lambda kv: (kv[0].operation, kv[1].time or "", kv[0].manager,
                                                               kv[0].api_version, kv[0].subresource))
-        out = [_entry_record(key, entry.time, fieldpath.encode(entry.fields)) for key, entry in order]
+        out = [_entry_record(key, entry.time, entry.tree()) for key, entry in order]
         if out:
             meta["managedFields"] = out
         else:
@@ -286,7 +323,8 @@ class FieldManager:
             managed_fields = given
         changed, removed = self._changes(current, new)
         if changed or removed:
-            managed = Managed.of({"metadata": {"managedFields": managed_fields}}) or Managed()
+            # the stored entries, or the client's, which Managed.of(new) has just checked
+            managed = Managed.of({"metadata": {"managedFields": managed_fields}}, stored=True) or Managed()
             self._record(managed, current, new, (changed, removed))
         elif managed_fields:
             meta["managedFields"] = managed_fields
@@ -381,7 +419,7 @@ class Applier(FieldManager):
 
     def __call__(self, current: Obj) -> Obj:
         live = _without_managed_fields(current)
-        managed = Managed.of(current) or Managed()
+        managed = Managed.of(current, stored=True) or Managed()
         if not managed.entries and live["metadata"].get("uid"):
             # an object nobody has tracked yet: what is there belongs to a manager of its own
             FieldManager(self.resource, BEFORE_FIRST_APPLY, self.subresource).take(

@@ -375,6 +375,20 @@ def _decode(node: Any, path: Path, out: FieldSet) -> None:
         _decode(sub, path + (element,), out)
 
 
+def tree_holds_any(tree: dict[str, Any], paths: Iterable[Path]) -> bool:
+    """Whether the set a (valid) ``fieldsV1`` tree holds has any of ``paths``, without decoding the tree."""
+    for path in paths:
+        node: Any = tree
+        for element in path:
+            node = node.get(element) if type(node) is dict else None
+            if node is None:
+                break
+        else:
+            if path and type(node) is dict and (not node or MEMBER in node):
+                return True
+    return False
+
+
 def path_string(path: Path) -> str:
     """A path as Kubernetes prints it in conflicts: ``.spec.containers[name="c"].image``."""
     out = []

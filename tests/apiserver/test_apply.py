@@ -292,3 +292,33 @@ def test_field_sets_round_trip_through_fields_v1() -> None:
     assert fieldpath.decode(fieldpath.encode(paths)) == paths
     assert ('.spec.template.spec.containers[name="c"].ports[containerPort=80,protocol="TCP"].containerPort'
             in {fieldpath.path_string(p) for p in paths})
+
+
+def test_a_tree_answers_whether_it_holds_a_path_as_its_decoded_set_does() -> None:
+    shape = fieldpath.kind_shape("Deployment")
+    owned_paths = fieldpath.field_set(deployment(), shape)
+    tree = fieldpath.encode(owned_paths)
+    every = owned_paths | {path[:i] for path in owned_paths for i in range(1, len(path))}
+    for path in every | {("f:spec", "f:paused"), ("f:status",), ("f:metadata", "f:labels", "f:zzz")}:
+        assert fieldpath.tree_holds_any(tree, {path}) == (path in owned_paths), path
+    assert not fieldpath.tree_holds_any(tree, set())
+
+
+def test_an_update_rewrites_only_the_entries_it_changes() -> None:
+    """Stored entries are decoded only when their fields are read: another manager's tree goes back as it was
+    (the same object), the writer's own is recomputed, and one that loses a field is re-encoded without it."""
+    bystander = {"f:data": {".": {}, "f:a": {}}}
+    loser = {"f:data": {"f:b": {}}, "f:metadata": {"f:labels": {".": {}, "f:x": {}}}}
+    current = {"metadata": {"name": "cm", "managedFields": [
+        {"manager": "one", "operation": "Update", "apiVersion": "v1", "time": "2026-01-01T00:00:00Z",
+         "fieldsType": "FieldsV1", "fieldsV1": bystander},
+        {"manager": "two", "operation": "Update", "apiVersion": "v1", "time": "2026-01-02T00:00:00Z",
+         "fieldsType": "FieldsV1", "fieldsV1": loser}]},
+        "data": {"a": "1", "b": "2"}}
+    new = copy.deepcopy(current)
+    new["data"]["b"] = "3"
+    FieldManager(REGISTRY.resolve("configmaps"), "three").updated(new, current)
+    entries = {e["manager"]: e["fieldsV1"] for e in new["metadata"]["managedFields"]}
+    assert entries["one"] is bystander
+    assert entries["two"] == {"f:metadata": {"f:labels": {".": {}, "f:x": {}}}}
+    assert entries["three"] == {"f:data": {"f:b": {}}}
