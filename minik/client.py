@@ -334,8 +334,10 @@ class Watch:
     the starting resourceVersion is too old) and ends the watch.
     """
 
-    def __init__(self, open_stream: Callable[[], Awaitable[StreamedResponse]]) -> None:
+    def __init__(self, open_stream: Callable[[], Awaitable[StreamedResponse]],
+                 decode: Callable[[bytes], Any] = orjson.loads) -> None:
         self._open_stream = open_stream
+        self._decode = decode
         self._response: StreamedResponse | None = None
         self._splitter = LineSplitter()
         self._pending: deque[bytes] = deque()
@@ -383,7 +385,7 @@ class Watch:
             self._pending = deque(self._splitter.feed(chunk))
         line = self._pending.popleft()
         try:
-            event = orjson.loads(line)
+            event = self._decode(line)
             kind, obj = event["type"], event["object"]
         except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
             await self.aclose()
@@ -568,14 +570,16 @@ class Client:
 
     def watch(self, resource: Resource, namespace: str | None = None, *, resource_version: str | None = None,
               timeout_seconds: int | None = None, allow_bookmarks: bool = False, label_selector: Selector = None,
-              field_selector: Selector = None, send_initial_events: bool | None = None) -> Watch:
+              field_selector: Selector = None, send_initial_events: bool | None = None,
+              decode: Callable[[bytes], Any] = orjson.loads) -> Watch:
         """Watch a collection from ``resource_version`` (events after it), or from now with the current
-        objects first as ADDED when it is empty or None. See ``Watch`` for how to consume and close it."""
+        objects first as ADDED when it is empty or None. See ``Watch`` for how to consume and close it.
+        ``decode`` turns each line into its event (informers share decoded lines between them)."""
         path = self.path(resource, namespace)
         query = _query(watch=True, resource_version=resource_version or None, timeout_seconds=timeout_seconds,
                        allow_watch_bookmarks=allow_bookmarks or None, label_selector=_selector(label_selector),
                        field_selector=_selector(field_selector), send_initial_events=send_initial_events)
-        return Watch(lambda: self.transport.stream("GET", path, query))
+        return Watch(lambda: self.transport.stream("GET", path, query), decode)
 
     # -- writes ---------------------------------------------------------------------------------------------
     async def create(self, resource: Resource, obj: Mapping[str, Any], namespace: str | None = None, *,

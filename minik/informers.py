@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from types import TracebackType
 from typing import Any
 
+import orjson
 import structlog
 
 from minik.aio import Backoff, start_task, stop_task
@@ -188,6 +189,32 @@ class SharedObjects:
 
 #: the objects every informer of this process shares
 SHARED = SharedObjects()
+
+
+class SharedLines:
+    """Watch lines decoded once per process. The informers of `minik up` (the scheduler's, the controllers', the
+    kubelets') read the same line of a pod's change within a few turns of the event loop, and each decoded it;
+    a line read again now gets the event decoded the first time (the object in it is shared and read-only, as
+    every cached object is). Only the latest lines are kept."""
+
+    LIMIT = 512
+
+    def __init__(self) -> None:
+        self._events: dict[bytes, Any] = {}
+
+    def decode(self, line: bytes) -> Any:
+        events = self._events
+        event = events.get(line)
+        if event is None:
+            event = orjson.loads(line)
+            if len(events) >= self.LIMIT:
+                del events[next(iter(events))]
+            events[line] = event
+        return event
+
+
+#: the lines every informer of this process shares
+LINES = SharedLines()
 
 
 class Informer:
@@ -427,7 +454,7 @@ class Informer:
         async with self.client.watch(self.resource, self.namespace, resource_version=self._resource_version,
                                      timeout_seconds=timeout, allow_bookmarks=True,
                                      label_selector=self.label_selector,
-                                     field_selector=self.field_selector) as events:
+                                     field_selector=self.field_selector, decode=LINES.decode) as events:
             async for kind, obj in events:
                 delivered = True
                 await self._apply(kind, obj)

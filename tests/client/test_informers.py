@@ -12,7 +12,8 @@ import pytest
 from minik.aio import Backoff
 from minik.client import Client
 from minik.cluster import Cluster
-from minik.informers import NODE_NAME_INDEX, Informer, SharedObjects, by_node_name, object_key, split_key
+from minik.informers import (NODE_NAME_INDEX, Informer, SharedLines, SharedObjects, by_node_name, object_key,
+                             split_key)
 
 
 class Recorder:
@@ -328,3 +329,35 @@ async def test_indexers_are_added_before_start_and_a_shared_informer_takes_the_s
     async with informer:
         with pytest.raises(RuntimeError):
             informer.add_indexers({"other": by_node_name})
+
+
+async def test_informers_of_one_process_decode_each_watch_line_once(client: Client, monkeypatch) -> None:
+    from minik import informers
+
+    decoded: list[bytes] = []
+
+    class Counting(informers.SharedLines):
+        def decode(self, line: bytes) -> Any:
+            if line not in self._events:
+                decoded.append(line)
+            return super().decode(line)
+
+    monkeypatch.setattr(informers, "LINES", Counting())
+    await client.create("configmaps", configmap("once", "1"), "default")
+    first, second = Informer(client, "configmaps", "default"), Informer(client, "configmaps", "default")
+    async with first, second:
+        await first.wait_for_sync(timeout=5)
+        await second.wait_for_sync(timeout=5)
+        await client.patch("configmaps", "once", {"data": {"v": "2"}}, "default")
+        await eventually(lambda: all((i.get("default/once") or {}).get("data", {}).get("v") == "2"
+                                     for i in (first, second)))
+    assert len([line for line in decoded if b'"MODIFIED"' in line]) == 1
+
+
+def test_shared_lines_keep_only_the_latest() -> None:
+    lines = SharedLines()
+    lines.LIMIT = 3
+    events = [lines.decode(b'{"type":"ADDED","object":{"n":%d}}' % i) for i in range(5)]
+    assert lines.decode(b'{"type":"ADDED","object":{"n":4}}') is events[4]
+    assert lines.decode(b'{"type":"ADDED","object":{"n":0}}') is not events[0]
+    assert lines.decode(b'{"type":"ADDED","object":{"n":0}}') == events[0]
