@@ -230,6 +230,7 @@ def is_valid_port_name(name: str) -> list[str]:
     return errs
 
 
+@_memo
 def is_valid_ip(value: str) -> list[str]:
     try:
         ipaddress.ip_address(value)

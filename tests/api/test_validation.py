@@ -278,3 +278,5 @@ def test_a_remembered_answer_is_the_same_every_time_and_each_caller_gets_its_own
     assert v.is_qualified_name(key) == [] == v.is_qualified_name(key)
     assert v.is_dns1123_label("a" * 64) == ["must be no more than 63 characters"]
     assert v.is_dns1123_label("a" * 64) == ["must be no more than 63 characters"]
+    assert v.is_valid_ip("10.0.0.1") == [] == v.is_valid_ip("10.0.0.1")
+    assert v.is_valid_ip("10.0.0.256") == v.is_valid_ip("10.0.0.256") != []
