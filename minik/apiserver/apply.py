@@ -222,6 +222,10 @@ def _entry_record(key: ManagerKey, time: str | None, fields_v1: Obj) -> Obj:
     return record
 
 
+def _status_only(obj: Obj) -> Obj:
+    return {"status": obj["status"]} if "status" in obj else {}
+
+
 def _without_managed_fields(obj: Obj) -> Obj:
     out = dict(obj)
     meta = dict(out.get("metadata") or {})
@@ -297,7 +301,10 @@ class FieldManager:
 
     def _changes(self, old: Obj, new: Obj) -> tuple[FieldSet, FieldSet]:
         """(changed, removed) from ``old`` to ``new``, among the fields this write can own."""
-        diff = fieldpath.compare(_without_managed_fields(old), _without_managed_fields(new), self.shape)
+        if self.subresource == "status":  # it owns status only: the rest of the objects need no comparing
+            diff = fieldpath.compare(_status_only(old), _status_only(new), self.shape)
+        else:
+            diff = fieldpath.compare(_without_managed_fields(old), _without_managed_fields(new), self.shape)
         changed = {p for p in diff.changed if self.relevant(p)} - _STRIPPED
         removed = {p for p in diff.removed if self.relevant(p)}
         return changed, removed
