@@ -39,13 +39,34 @@ def settle_after_start() -> None:
 FREEZE_INTERVAL_SECONDS = 30.0
 
 
+class _FreezeAfterCollection:
+    """A collector callback that freezes once asked, right after the collector's next collection of the middle
+    or oldest generation: then the young generations are empty, so freezing costs nothing. Collecting them first
+    ourselves (``gc.collect(1)``) stalled the event loop for about 0.4 s every 30 s under 1,000 writes/s."""
+
+    def __init__(self) -> None:
+        self.due = False
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "stop" and self.due and info.get("generation", 0) >= 1:
+            gc.freeze()
+            self.due = False
+
+
 async def freeze_survivors(interval: float = FREEZE_INTERVAL_SECONDS) -> None:
-    """Freeze what has survived, every ``interval`` seconds, until cancelled; unfreeze on the way out."""
+    """Freeze what has survived, every ``interval`` seconds, until cancelled; unfreeze on the way out. The
+    freeze waits for the collector's own next collection of the older generations; a process that allocates too
+    little to have one in a whole interval collects its few young objects itself."""
+    freezer = _FreezeAfterCollection()
+    gc.callbacks.append(freezer)
     try:
         while True:
             await asyncio.sleep(interval)
-            gc.collect(1)  # the young garbage first, so that only live objects are frozen
-            gc.freeze()
-            log.debug("survivors frozen", frozen=gc.get_freeze_count())
+            if freezer.due:
+                gc.collect(1)  # the young garbage first, so that only live objects are frozen
+                gc.freeze()
+                log.debug("survivors frozen after a quiet interval", frozen=gc.get_freeze_count())
+            freezer.due = True
     finally:
+        gc.callbacks.remove(freezer)
         gc.unfreeze()

@@ -21,3 +21,23 @@ async def test_survivors_are_frozen_each_interval_and_unfrozen_when_the_policy_s
     finally:
         await stop_task(task)
     assert gc.get_freeze_count() == 0
+
+
+def test_a_due_freeze_comes_right_after_the_collectors_own_collection_of_the_older_generations() -> None:
+    freezer = collector._FreezeAfterCollection()
+    gc.callbacks.append(freezer)
+    try:
+        freezer.due = True
+        kept = []
+        for i in range(300_000):  # enough allocations for the collector to reach the middle generation
+            kept.append({"n": [i]})
+            if not freezer.due:
+                break
+        assert not freezer.due
+        assert gc.get_freeze_count() > 0
+        gc.unfreeze()
+        freezer("stop", {"generation": 1})  # not due any more: nothing is frozen again
+        assert gc.get_freeze_count() == 0
+    finally:
+        gc.callbacks.remove(freezer)
+        gc.unfreeze()
