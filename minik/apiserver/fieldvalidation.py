@@ -58,10 +58,7 @@ class FieldValidation:
 
     def object(self, obj: Obj, body: bytes = b"", content_type: str | None = None) -> Obj:
         """Drop the unknown fields of a decoded body (in place) and report them, with the body's duplicates."""
-        if self.directive == IGNORE or self.type_name is None or not body or \
-                (codec.media_type(content_type) == codec.JSON and not maybe_duplicates(body, obj)):
-            return self._check(obj, [])
-        return self._check(obj, self._duplicates(body, content_type))
+        return self._check(obj, self._duplicates(body, content_type, obj))
 
     def patcher(self, apply: Callable[[Obj], Obj], body: bytes = b"", content_type: str | None = None
                 ) -> Callable[[Obj], Obj]:
@@ -76,8 +73,13 @@ class FieldValidation:
 
         return patched
 
-    def _duplicates(self, body: bytes, content_type: str | None) -> list[str]:
+    def _duplicates(self, body: bytes, content_type: str | None, decoded: Obj | None = None) -> list[str]:
+        """The fields ``body`` gives twice. ``decoded``, the body as decoded (before pruning), lets a JSON body
+        that surely has none skip the search."""
         if self.directive == IGNORE or self.type_name is None or not body:
+            return []
+        if decoded is not None and codec.media_type(content_type) == codec.JSON and \
+                not maybe_duplicates(body, decoded):
             return []
         return duplicate_fields(body, content_type)
 
@@ -132,21 +134,8 @@ def prune_patched(obj: Obj, patch: Obj, type_name: str) -> list[str]:
     pruned when it was written, so an unknown field can only be in what the patch set; only those parts are
     walked (a status patch of one condition walks that condition, not the whole pod). Same result, same order."""
     removed: list[str] = []
-    _prune_object_patched(obj, patch, type_name, "", removed, schema.load())
+    _prune_object(obj, type_name, "", removed, schema.load(), patch)
     return removed
-
-
-def _prune_object_patched(obj: Obj, patch: Obj, type_name: str, path: str, removed: list[str],
-                          s: schema.Schema) -> None:
-    fields = s.fields(type_name)
-    for key in [k for k in obj if k in patch]:
-        if key not in fields:
-            removed.append(f"{path}{key}")
-            del obj[key]
-            continue
-        walk = fields[key]
-        if walk is not None:
-            _prune_value_patched(obj[key], patch[key], walk, f"{path}{key}", removed, s)
 
 
 def _prune_value_patched(value: Any, patch: Any, walk: tuple[str, Any], path: str, removed: list[str],
@@ -156,7 +145,7 @@ def _prune_value_patched(value: Any, patch: Any, walk: tuple[str, Any], path: st
         _prune_value(value, walk, path, removed, s)
     elif how == "@":
         if isinstance(value, dict):
-            _prune_object_patched(value, patch, inner, path + ".", removed, s)
+            _prune_object(value, inner, path + ".", removed, s, patch)
     elif isinstance(value, dict):
         for key, item in value.items():
             if key in patch:
@@ -172,16 +161,22 @@ def _patch_guide(body: bytes) -> Obj | None:
     return patch if isinstance(patch, dict) else None
 
 
-def _prune_object(obj: Obj, type_name: str, path: str, removed: list[str], s: schema.Schema) -> None:
+def _prune_object(obj: Obj, type_name: str, path: str, removed: list[str], s: schema.Schema,
+                  patch: Obj | None = None) -> None:
+    """Prune ``obj``; with ``patch``, only the keys the patch set (see ``prune_patched``)."""
     fields = s.fields(type_name)
-    for key in list(obj):
+    for key in list(obj) if patch is None else [k for k in obj if k in patch]:
         if key not in fields:
             removed.append(f"{path}{key}")
             del obj[key]
             continue
         walk = fields[key]
-        if walk is not None:
+        if walk is None:
+            continue
+        if patch is None:
             _prune_value(obj[key], walk, f"{path}{key}", removed, s)
+        else:
+            _prune_value_patched(obj[key], patch[key], walk, f"{path}{key}", removed, s)
 
 
 def _prune_value(value: Any, walk: tuple[str, Any], path: str, removed: list[str], s: schema.Schema) -> None:
