@@ -94,10 +94,14 @@ _OWN_METADATA = frozenset({"name", "uid", "resourceVersion", "creationTimestamp"
                            "generation"})
 
 
-def _intern_strings(value: dict[str, Any] | list[Any], intern: Callable[[str], str] = sys.intern) -> None:
-    """Replace every short string value under ``value`` (in place) with its interned copy."""
+def _intern_strings(value: dict[str, Any] | list[Any], intern: Callable[[str], str] = sys.intern,
+                    skip: frozenset[str] | None = None) -> None:
+    """Replace every short string value under ``value`` (in place) with its interned copy; ``skip``: keys of
+    ``value`` itself to leave alone."""
     items = value.items() if type(value) is dict else enumerate(value)  # noqa: E721 - exact types, for speed
     for key, item in items:
+        if skip is not None and key in skip:
+            continue
         kind = type(item)
         if kind is str:
             if len(item) <= INTERN_MAX_LENGTH:
@@ -106,24 +110,15 @@ def _intern_strings(value: dict[str, Any] | list[Any], intern: Callable[[str], s
             _intern_strings(item, intern)
 
 
+_METADATA = frozenset({"metadata"})
+
+
 def _intern_object(obj: Obj) -> None:
     """``_intern_strings`` for an API object, leaving out the metadata fields that are its own."""
     meta = obj.get("metadata")
-    for key, item in obj.items():
-        kind = type(item)
-        if kind is str:
-            if len(item) <= INTERN_MAX_LENGTH:
-                obj[key] = sys.intern(item)
-        elif item is meta and kind is dict:
-            for field, value in meta.items():
-                if field not in _OWN_METADATA:
-                    if type(value) is str:
-                        if len(value) <= INTERN_MAX_LENGTH:
-                            meta[field] = sys.intern(value)
-                    elif type(value) is dict or type(value) is list:
-                        _intern_strings(value)
-        elif kind is dict or kind is list:
-            _intern_strings(item)
+    if type(meta) is dict:  # noqa: E721
+        _intern_strings(meta, skip=_OWN_METADATA)
+    _intern_strings(obj, skip=_METADATA)
 
 
 class SharedObjects:
