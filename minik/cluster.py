@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Protocol
 
 import structlog
-from aiohttp import web
 
 from minik.api.resources import REGISTRY
 from minik.apiserver.admission import ObjectReader
+from minik.apiserver.connection import HttpListener
 from minik.apiserver.http import build_server
 from minik.apiserver.limits import Limits
 from minik.apiserver.request import User
@@ -80,6 +80,10 @@ def _node(settings: "ClusterSettings", client: Client) -> Component:
 #: commit waits with it (on the 2-vCPU test machines: commit latency p50 3.1 -> 2.7 ms and about 5% more pod
 #: creates/s, in noisy measurements)
 GIL_SWITCH_INTERVAL_SECONDS = 0.001
+
+#: connections the API server's listening socket queues before they are accepted (aiohttp's default is 128; a
+#: burst of simulated kubelets or benchmark clients connects at once)
+LISTEN_BACKLOG = 1024
 
 
 def _proxy(settings: "ClusterSettings", client: Client) -> Component:
@@ -217,7 +221,8 @@ class Cluster:
         self.progress = progress
         self.store: Store | None = None
         self.api: ApiServer | None = None
-        self._runner: web.ServerRunner | None = None
+        self._listener: HttpListener | None = None
+        self._server: asyncio.AbstractServer | None = None
         #: the API server's own in-process client (identity system:apiserver, an admin)
         self.client: Client | None = None
         self.tokens = StaticTokens()
@@ -300,15 +305,13 @@ class Cluster:
             if credentials is not None:
                 self.credentials = await credentials
                 credentials = None
-            server = build_server(self.api, user=None if self.secure else UNSECURED)
-            self._runner = web.ServerRunner(server, shutdown_timeout=s.shutdown_timeout_seconds)
-            await self._runner.setup()
+            user = None if self.secure else UNSECURED
+            # llhttp-parsed HTTP/1.1 for every request; aiohttp's server for the connections that upgrade (exec)
+            self._listener = HttpListener(self.api, user=user, fallback=build_server(self.api, user=user))
             ssl_context = self.credentials.server_ssl_context() if self.credentials is not None else None
-            site = web.TCPSite(self._runner, s.bind, s.port, reuse_address=True, ssl_context=ssl_context)
-            await site.start()
-            sockets = self._runner.addresses
-            if sockets:
-                self.port = int(sockets[0][1])
+            self._server = await asyncio.get_running_loop().create_server(
+                self._listener, s.bind, s.port, reuse_address=True, ssl=ssl_context, backlog=LISTEN_BACKLOG)
+            self.port = int(self._server.sockets[0].getsockname()[1])
             await self.api.publish_master_service(self.host, self.port)
             self.progress(f"API server listening on {self.url}")
             self.client = self.in_process_client(APISERVER)
@@ -364,13 +367,13 @@ class Cluster:
 
     async def stop(self) -> None:
         await self._stop_components()
-        if self._runner is not None:
-            for site in list(self._runner.sites):  # stop accepting,
-                await site.stop()
+        if self._server is not None and self._listener is not None:
+            self._server.close()  # stop accepting,
             if self.store is not None:  # end the watches,
                 self.store.close_watches()
-            await self._runner.cleanup()  # let the requests in flight finish
-            self._runner = None
+            await self._listener.shutdown(self.settings.shutdown_timeout_seconds)  # let the requests in flight finish
+            await self._server.wait_closed()
+            self._server = self._listener = None
         if self.store is not None:
             await self.store.close()
             self.store = None

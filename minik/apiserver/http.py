@@ -1,4 +1,5 @@
-"""The HTTP transport: aiohttp in front of ``ApiServer.handle``.
+"""aiohttp in front of ``ApiServer.handle``, for the connections that ``minik.apiserver.connection`` hands over:
+those whose request upgrades them (exec's WebSocket, or a plain-HTTP client offering h2c, answered in HTTP/1.1).
 
 Bodies over the limit are refused with 413 before they are read into memory; watches are streamed with chunked
 encoding and end when the client goes away or the server shuts down.
@@ -15,6 +16,7 @@ from aiohttp import web
 
 from minik.api.errors import StatusError
 from minik.apiserver.codec import MAX_BODY_BYTES
+from minik.apiserver.connection import chunk_writer
 from minik.apiserver.request import ApiRequest, ApiResponse, User
 
 if TYPE_CHECKING:
@@ -91,32 +93,6 @@ def refused_body(error: StatusError = _TOO_LARGE) -> web.Response:
     return response
 
 
-#: a direct write is refused (the events wait in the watcher's bounded queue) while this much is unsent
-DIRECT_WRITE_LIMIT = 64 * 1024
-
-
-#: the last payload written directly and its chunk frame: every watcher of a prefix gets the same bytes object, so
-#: one frame serves them all
-_last_frame: list[bytes] = [b"", b""]
-
-
-def chunk_writer(request: web.BaseRequest) -> Callable[[bytes], bool]:
-    """Writes one chunk of a started chunked response straight to the connection, in the caller's step; False
-    (nothing written) when the connection is closing or its send buffer is over the limit."""
-    transport = request.transport
-    last = _last_frame
-
-    def write(data: bytes) -> bool:
-        if transport is None or transport.is_closing() or transport.get_write_buffer_size() > DIRECT_WRITE_LIMIT:
-            return False
-        if data is not last[0]:
-            last[0], last[1] = data, b"%x\r\n%b\r\n" % (len(data), data)
-        transport.write(last[1])
-        return True
-
-    return write
-
-
 #: how often a streamed response (a watch) checks that its client is still connected: aiohttp does not cancel a
 #: handler whose client went away, and a watch with no events and no bookmarks would otherwise hold its watcher
 #: until its timeout
@@ -150,7 +126,7 @@ async def stream(request: web.BaseRequest, status: int, content_type: str,
     try:
         writer = await response.prepare(request)
         if direct is not None:
-            direct(chunk_writer(request))
+            direct(chunk_writer(request.transport))
         async for chunk in chunks:
             await response.write(chunk)
             if direct is not None and writer is not None:

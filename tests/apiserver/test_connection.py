@@ -1,0 +1,186 @@
+"""The API server's HTTP/1.1 connections, spoken to byte for byte: pipelining, Expect: 100-continue, HEAD,
+keep-alive and close, the refusals that end a connection, and the hand-over of upgrades to aiohttp."""
+
+from __future__ import annotations
+
+import asyncio
+
+import orjson
+import pytest
+
+from minik.apiserver.codec import MAX_BODY_BYTES
+from minik.cluster import Cluster
+
+CMS = "/api/v1/namespaces/default/configmaps"
+
+
+async def connect(cluster: Cluster) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    return await asyncio.open_connection("127.0.0.1", cluster.port)
+
+
+async def read_answer(reader: asyncio.StreamReader, head_only: bool = False) -> tuple[int, dict[str, str], bytes]:
+    """One answer with a Content-Length body: status, headers (lower-cased names), body."""
+    status_line = await asyncio.wait_for(reader.readline(), 10)
+    assert status_line.startswith(b"HTTP/1.1 "), status_line
+    headers: dict[str, str] = {}
+    while (line := await reader.readline()) not in (b"\r\n", b""):
+        name, _, value = line.decode().partition(":")
+        headers[name.strip().lower()] = value.strip()
+    body = b"" if head_only else await reader.readexactly(int(headers.get("content-length", "0")))
+    return int(status_line.split()[1]), headers, body
+
+
+def post(name: str, labels: dict[str, str] | None = None) -> bytes:
+    body = orjson.dumps({"metadata": {"name": name, "labels": labels or {}}, "data": {"k": name}})
+    return (f"POST {CMS} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+            f"\r\n").encode() + body
+
+
+async def closed(reader: asyncio.StreamReader) -> bool:
+    return await asyncio.wait_for(reader.read(), 10) == b""
+
+
+async def test_pipelined_requests_are_answered_in_order_on_one_connection(cluster: Cluster) -> None:
+    reader, writer = await connect(cluster)
+    writer.write(post("a") + f"GET {CMS}/a HTTP/1.1\r\nHost: x\r\n\r\n".encode() + post("b")
+                 + f"GET {CMS}/missing HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    answers = [await read_answer(reader) for _ in range(4)]
+    writer.close()
+    assert [status for status, _, _ in answers] == [201, 200, 201, 404]
+    assert [orjson.loads(body).get("data") for _, _, body in answers[:3]] == [{"k": "a"}, {"k": "a"}, {"k": "b"}]
+    assert orjson.loads(answers[3][2])["reason"] == "NotFound"
+    assert answers[0][1]["content-type"] == "application/json" and "date" in answers[0][1]
+
+
+async def test_a_client_that_expects_100_continue_gets_it_before_sending_the_body(cluster: Cluster) -> None:
+    reader, writer = await connect(cluster)
+    body = orjson.dumps({"metadata": {"name": "continued"}})
+    writer.write(f"POST {CMS} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\n"
+                 f"Content-Length: {len(body)}\r\n\r\n".encode())
+    assert await asyncio.wait_for(reader.readline(), 10) == b"HTTP/1.1 100 Continue\r\n"
+    assert await reader.readline() == b"\r\n"
+    writer.write(body)
+    status, _, answer = await read_answer(reader)
+    writer.close()
+    assert status == 201 and orjson.loads(answer)["metadata"]["name"] == "continued"
+
+
+async def test_head_gets_the_length_of_the_body_without_the_body(cluster: Cluster) -> None:
+    reader, writer = await connect(cluster)
+    writer.write(b"HEAD /version HTTP/1.1\r\nHost: x\r\n\r\nGET /version HTTP/1.1\r\nHost: x\r\n\r\n")
+    status, headers, _ = await read_answer(reader, head_only=True)
+    status2, headers2, body = await read_answer(reader)  # the next answer starts right after the head
+    writer.close()
+    assert (status, status2) == (200, 200)
+    assert int(headers["content-length"]) == len(body) and orjson.loads(body)["minor"] == "32"
+
+
+async def test_connection_close_and_http_1_0_end_the_connection_after_the_answer(cluster: Cluster) -> None:
+    for request in (b"GET /version HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                    b"GET /version HTTP/1.0\r\n\r\n"):
+        reader, writer = await connect(cluster)
+        writer.write(request)
+        status, headers, _ = await read_answer(reader)
+        assert status == 200 and headers["connection"] == "close"
+        assert await closed(reader)
+        writer.close()
+
+
+async def test_a_body_declared_over_the_limit_gets_413_before_it_is_sent(cluster: Cluster) -> None:
+    reader, writer = await connect(cluster)
+    writer.write(f"POST {CMS} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 f"Content-Length: {MAX_BODY_BYTES + 1}\r\n\r\n".encode())
+    status, headers, body = await read_answer(reader)
+    writer.close()
+    assert status == 413 and headers["connection"] == "close"
+    assert orjson.loads(body)["reason"] == "RequestEntityTooLarge"
+
+
+async def test_a_chunked_body_that_grows_over_the_limit_gets_413_and_nothing_is_stored(cluster: Cluster) -> None:
+    reader, writer = await connect(cluster)
+    writer.write(f"POST {CMS} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 f"Transfer-Encoding: chunked\r\n\r\n".encode())
+    piece = b"x" * (1024 * 1024)
+    for _ in range(4):
+        writer.write(b"%x\r\n%b\r\n" % (len(piece), piece))
+    writer.write(b"0\r\n\r\n")
+    status, _, body = await read_answer(reader)
+    writer.close()
+    assert status == 413 and orjson.loads(body)["reason"] == "RequestEntityTooLarge"
+    reader, writer = await connect(cluster)
+    writer.write(f"GET {CMS} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    status, _, body = await read_answer(reader)
+    writer.close()
+    assert status == 200 and orjson.loads(body)["items"] == []
+
+
+@pytest.mark.parametrize("request_bytes", [
+    b"NOT A REQUEST\r\n\r\n",
+    b"GET /version HTTP/1.1\r\nHost: x\r\nContent-Length: twelve\r\n\r\n",
+    b"GET /version HTTP/1.1\r\nBad Header Line\r\n\r\n",
+], ids=["request line", "content length", "header line"])
+async def test_a_request_the_parser_refuses_gets_400_and_the_connection_closes(cluster: Cluster,
+                                                                              request_bytes: bytes) -> None:
+    reader, writer = await connect(cluster)
+    writer.write(request_bytes)
+    status, headers, body = await read_answer(reader)
+    assert status == 400 and headers["connection"] == "close" and orjson.loads(body)["reason"] == "BadRequest"
+    assert await closed(reader)
+    writer.close()
+
+
+async def test_a_url_or_headers_over_their_limits_get_414_and_431(cluster: Cluster) -> None:
+    reader, writer = await connect(cluster)
+    writer.write(b"GET /version?" + b"a" * (65 * 1024) + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert (await read_answer(reader))[0] == 414
+    writer.close()
+    reader, writer = await connect(cluster)
+    writer.write(b"GET /version HTTP/1.1\r\n" + b"X-Filler: " + b"y" * (1024 * 1024 + 1) + b"\r\n\r\n")
+    assert (await read_answer(reader))[0] == 431
+    writer.close()
+
+
+async def test_percent_encoded_paths_and_queries_are_decoded(cluster: Cluster) -> None:
+    reader, writer = await connect(cluster)
+    writer.write(post("labelled", {"app": "web"}) + post("other", {"app": "db"}))
+    assert (await read_answer(reader))[0] == 201
+    assert (await read_answer(reader))[0] == 201
+    writer.write(f"GET /api/v1/namespaces/%64efault/configmaps?labelSelector=app%3Dweb%2Capp+in+%28web%29"
+                 f" HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    status, _, body = await read_answer(reader)
+    writer.close()
+    assert status == 200 and [i["metadata"]["name"] for i in orjson.loads(body)["items"]] == ["labelled"]
+
+
+async def test_an_upgrade_is_handed_to_aiohttp_on_the_same_connection(cluster: Cluster) -> None:
+    reader, writer = await connect(cluster)
+    writer.write(b"GET /api/v1/namespaces/default/pods/nowhere/exec?command=ls&stdout=1 HTTP/1.1\r\nHost: x\r\n"
+                 b"Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+                 b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: v5.channel.k8s.io\r\n\r\n")
+    status, headers, body = await read_answer(reader)
+    writer.close()
+    assert status == 404 and orjson.loads(body)["reason"] == "NotFound"
+    assert "aiohttp" in headers.get("server", "")  # answered by the handler it was handed to
+
+
+async def test_a_watch_is_streamed_in_chunks_and_ends_with_its_timeout(cluster: Cluster) -> None:
+    reader, writer = await connect(cluster)
+    writer.write(post("before"))
+    _, _, body = await read_answer(reader)
+    version = orjson.loads(body)["metadata"]["resourceVersion"]
+    writer.write(f"GET {CMS}?watch=1&resourceVersion=1&timeoutSeconds=1 HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    assert (await asyncio.wait_for(reader.readline(), 10)).startswith(b"HTTP/1.1 200 ")
+    headers = {}
+    while (line := await reader.readline()) != b"\r\n":
+        name, _, value = line.decode().partition(":")
+        headers[name.lower()] = value.strip()
+    assert headers["transfer-encoding"] == "chunked"
+    events = []
+    while (size := int((await asyncio.wait_for(reader.readline(), 10)).strip(), 16)) != 0:
+        chunk = await reader.readexactly(size + 2)
+        events += [orjson.loads(line) for line in chunk[:-2].splitlines()]
+    assert await reader.readline() == b"\r\n"  # the end of the chunked body, after the timeout
+    assert [(e["type"], e["object"]["metadata"]["resourceVersion"]) for e in events] == [("ADDED", version)]
+    writer.write(f"GET {CMS}/before HTTP/1.1\r\nHost: x\r\n\r\n".encode())  # and the connection is reused
+    assert (await read_answer(reader))[0] == 200
+    writer.close()
