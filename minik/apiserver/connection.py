@@ -184,7 +184,10 @@ class HttpConnection(asyncio.Protocol):
         self.body_since: float | None = None
         self.header_bytes = 0
         self.closing = False  # answer what is queued, then close
-        self.discarding = False  # an answer that ends the connection was sent: read and drop the rest
+        self.discarding = False  # an answer that ends the connection is due: read and drop the rest
+        #: that answer, while a request before it is still being answered
+        self.refusal: ApiResponse | None = None
+        self.streaming = False  # the worker is sending a streamed answer (a watch)
         self.reading_paused = False
         self.writable: asyncio.Future[None] | None = None  # set while the transport's buffer is full
 
@@ -205,8 +208,10 @@ class HttpConnection(asyncio.Protocol):
         if self.writable is not None and not self.writable.done():
             self.writable.set_result(None)
         worker = self.worker
-        if worker is not None and not worker.done():
-            worker.cancel()  # a streamed answer (a watch) ends with its client; nothing else is left to send to
+        if self.streaming and worker is not None and not worker.done():
+            # a watch ends with its client. Other requests run to their end, as aiohttp and Kubernetes let a
+            # write whose client went away finish: cutting one short between its steps is how state goes wrong
+            worker.cancel()
 
     def pause_writing(self) -> None:
         if self.writable is None or self.writable.done():
@@ -317,7 +322,9 @@ class HttpConnection(asyncio.Protocol):
                 raise  # not ours (the connection is gone), the server's: pass it on
         finally:
             self.worker = None
-        if self.closing and self.transport is not None:
+        if self.refusal is not None:
+            self._send_refusal(self.refusal)
+        elif self.closing and self.transport is not None:
             self.transport.close()
 
     async def _serve(self, request: _Request, close: bool) -> None:
@@ -385,6 +392,7 @@ class HttpConnection(asyncio.Protocol):
         chunks = response.stream
         assert chunks is not None
         transport = self.transport
+        self.streaming = True
         try:
             if transport is None or transport.is_closing():
                 return
@@ -400,6 +408,7 @@ class HttpConnection(asyncio.Protocol):
             if not transport.is_closing():
                 transport.write(b"0\r\n\r\n")
         finally:
+            self.streaming = False
             aclose = getattr(chunks, "aclose", None)
             if aclose is not None:
                 await aclose()
@@ -428,14 +437,21 @@ class HttpConnection(asyncio.Protocol):
     def _refuse(self, status: int, reason: str, message: str) -> None:
         """Answer an error that ends the connection, then read and drop what the client still sends for a while
         (so it reads the answer rather than a reset), and close."""
-        transport = self.transport
         self.discarding = True
-        self.queue.clear()
+        refusal = ApiResponse.error(StatusError(status, reason, message))
+        if self.queue and self.worker is None:  # requests read before this one are answered first, in order
+            self.worker = self.loop.create_task(self._answer())
+        if self.worker is not None:
+            self.refusal = refusal
+        else:
+            self._send_refusal(refusal)
+
+    def _send_refusal(self, refusal: ApiResponse) -> None:
+        self.refusal = None
+        transport = self.transport
         if transport is None or transport.is_closing():
             return
-        if self.worker is not None:
-            self.worker.cancel()
-        self._write(ApiResponse.error(StatusError(status, reason, message)), "GET", True)
+        self._write(refusal, "GET", True)
         self.loop.call_later(self.listener.limits.lingering_seconds, transport.close)
 
     def check_timeouts(self, now: float, idle_seconds: float, body_seconds: float) -> None:

@@ -184,3 +184,29 @@ async def test_a_watch_is_streamed_in_chunks_and_ends_with_its_timeout(cluster: 
     writer.write(f"GET {CMS}/before HTTP/1.1\r\nHost: x\r\n\r\n".encode())  # and the connection is reused
     assert (await read_answer(reader))[0] == 200
     writer.close()
+
+
+async def test_a_refused_request_behind_a_pipelined_one_is_answered_after_it(cluster: Cluster) -> None:
+    reader, writer = await connect(cluster)
+    writer.write(post("first") + b"NOT A REQUEST\r\n\r\n")
+    first = await read_answer(reader)
+    second = await read_answer(reader)
+    assert (first[0], second[0]) == (201, 400)
+    assert await closed(reader)
+    writer.close()
+
+
+async def test_a_write_whose_client_hangs_up_still_completes(cluster: Cluster) -> None:
+    reader, writer = await connect(cluster)
+    writer.write(post("orphan"))
+    writer.close()
+    reader, writer = await connect(cluster)
+    async with asyncio.timeout(10):
+        while True:
+            writer.write(f"GET {CMS}/orphan HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            status, _, body = await read_answer(reader)
+            if status == 200:
+                break
+            await asyncio.sleep(0.05)
+    writer.close()
+    assert orjson.loads(body)["data"] == {"k": "orphan"}
