@@ -630,7 +630,9 @@ async def paced_writer(url: str, duration: float, rate: int) -> dict[str, Any]:
             results.pending += 1
             conn.send(head + b"Content-Length: %d\r\n\r\n%b" % (len(body), body))
             sent += 1
-        await asyncio.sleep(max(0.0, started + (sent + skipped) / rate - time.perf_counter()))
+        # at least a millisecond: the event loop's timers count whole milliseconds, and a shorter sleep rounds
+        # down to none, so the writer would spin (about a fifth of a vCPU) on the cores it shares with the server
+        await asyncio.sleep(max(0.001, started + (sent + skipped) / rate - time.perf_counter()))
     issued_seconds = time.perf_counter() - started
     await results.drained(30)
     elapsed = time.perf_counter() - started
