@@ -41,5 +41,11 @@ class StoreSettings:
     watcher_buffer: int = 10_000
     """Events a watcher may fall behind by before it is closed (its client re-watches or relists)."""
 
+    writer_process: bool = True
+    """Run the write connection in a child process (the default) instead of a thread of this one. A thread's
+    every step (waking for a batch, binding it, returning from the fsync) waits for this process's GIL, which a
+    busy event loop hands over only once per switch interval, and takes it from the loop in turn; in a process
+    the commit runs beside the loop. Measured on 2 vCPUs: about 25% more pod creates/s."""
+
     busy_timeout_ms: int = 30_000
     """How long SQLite waits for a lock held by another connection before failing."""

@@ -30,7 +30,7 @@ from minik.store.errors import (Compacted, Conflict, FutureRevision, KeyExists, 
 from minik.store.records import Event, EventType, Record
 from minik.store.settings import StoreSettings
 from minik.store.watch import Watcher, WatchHub
-from minik.store.writer import WriteConnection, write_transaction
+from minik.store.writer import WriteConnection, Writer, WriterProcess
 
 log = structlog.get_logger("minik.store")
 
@@ -80,7 +80,7 @@ def _set_revision(obj: dict[str, Any], revision: int) -> None:
 class Store:
     """A versioned key-value store of Kubernetes objects (dicts) under string keys."""
 
-    def __init__(self, settings: StoreSettings, writer_db: WriteConnection, reader_db: aiosqlite.Connection
+    def __init__(self, settings: StoreSettings, writer_db: "Writer", reader_db: aiosqlite.Connection
                  ) -> None:
         self.settings = settings
         self._db = writer_db
@@ -111,9 +111,10 @@ class Store:
     async def open(cls, settings: StoreSettings, *, compactor: bool = True) -> "Store":
         """Open (or create) the store file, load the current state, and start the writer and compactor."""
         settings.path.parent.mkdir(parents=True, exist_ok=True)
-        # both connections are in autocommit mode: the writer's transactions are whole functions run in its thread
-        # (write_transaction: one statement, or BEGIN IMMEDIATE ... COMMIT); the reader never writes
-        writer = await WriteConnection.open(settings.path, isolation_level=None)
+        # both connections are in autocommit mode: a writer's transaction is one statement, or BEGIN IMMEDIATE ...
+        # COMMIT, run whole in its process (or thread); the reader never writes
+        writer: Writer = await (WriterProcess if settings.writer_process else WriteConnection).open(
+            settings.path, isolation_level=None)
         try:
             reader = await aiosqlite.connect(settings.path, isolation_level=None)
         except BaseException:
@@ -438,7 +439,7 @@ class Store:
                         revision -= 1
                         raise ObjectTooLarge(key, len(raw), self.settings.max_object_bytes)
                     record = Record(key, raw, revision, revision)
-                    rows.append((revision, key, EventType.ADDED, revision, tombstones.get(key, 0), now, raw))
+                    rows.append((revision, key, int(EventType.ADDED), revision, tombstones.get(key, 0), now, raw))
                     events.append(Event(EventType.ADDED, key, revision, raw, None))
                 else:
                     if current is None:
@@ -464,7 +465,7 @@ class Store:
                         _set_revision(last, revision)
                         raw = orjson.dumps(last)
                         record = Record(key, raw, revision, current.create_revision)
-                    rows.append((revision, key, write.type, current.create_revision, current.mod_revision, now, raw))
+                    rows.append((revision, key, int(write.type), current.create_revision, current.mod_revision, now, raw))
                     events.append(Event(write.type, key, revision, raw, current.raw))
                 if write.type is EventType.DELETED:
                     overlay[key] = None
@@ -476,8 +477,8 @@ class Store:
                 outcomes.append((write, exc))
         if rows:
             async with self._write_lock:
-                await self._db.run(write_transaction([(schema.insert_rows(len(rows)),
-                                                       [value for row in rows for value in row])]))
+                await self._db.transaction([(schema.insert_rows(len(rows)),
+                                             [value for row in rows for value in row])])
             self._apply(overlay, events, revision)
             self._tombstones = tombstones
         for write, outcome in outcomes:
@@ -560,9 +561,9 @@ class Store:
             if high <= low:
                 break
             async with self._write_lock:
-                await self._db.run(write_transaction([(schema.COMPACT_REPLACED, (low, high)),
-                                                      (schema.COMPACT_TOMBSTONES, (low, high)),
-                                                      (schema.SET_META, ("compact_revision", high))]))
+                await self._db.transaction([(schema.COMPACT_REPLACED, (low, high)),
+                                            (schema.COMPACT_TOMBSTONES, (low, high)),
+                                            (schema.SET_META, ("compact_revision", high))])
             self._compact_revision = high
             self._tombstones = {k: r for k, r in self._tombstones.items() if r > high}
             await asyncio.sleep(0)

@@ -1,25 +1,53 @@
-"""The store's write connection: a SQLite connection that lives in a thread of its own.
+"""The store's write connection: a SQLite connection in a process of its own (``WriterProcess``, the default) or
+in a thread of this one (``WriteConnection``).
 
-Each call runs a whole function in that thread (a batch's INSERT, a compaction step), so a commit costs the event
-loop one hand-off and one wake-up. Every hand-off waits for a turn of the event loop, which under load is the time
-to process everything else that is ready; with aiosqlite's one hand-off per statement a commit took two turns, and
-the writes waiting for it waited that much longer. The thread is a plain loop over a queue, lighter than an
-executor's futures.
+Each call runs a whole transaction there (a batch's INSERT, a compaction step), so a commit costs the event loop
+one hand-off and one wake-up; with aiosqlite's one hand-off per statement a commit took two turns of a busy loop.
+
+Why a process: a thread needs this process's GIL to wake for a batch, to bind its rows and to return from the
+fsync, and a busy event loop hands the GIL over only once per switch interval; each of those waits made the
+commit (and every write waiting for it) slower, and each hand-over stopped the loop. The child process runs
+``writer_child.py`` on the standard library alone, takes frames over a socket pair and answers them in order;
+it ends when its socket does, so it never outlives the store.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import marshal
+import socket
 import sqlite3
+import struct
+import subprocess
+import sys
 import threading
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from queue import SimpleQueue
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
+
+from minik.store.writer_child import transaction
 
 T = TypeVar("T")
 
 _Call = tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]
+Statements = list[tuple[str, tuple[Any, ...] | list[Any]]]
+
+
+class Writer(Protocol):
+    """What the store asks of its write connection."""
+
+    async def transaction(self, statements: Statements) -> None: ...
+
+    async def execute(self, sql: str, parameters: tuple[Any, ...] = ()) -> None: ...
+
+    async def executescript(self, script: str) -> None: ...
+
+    async def commit(self) -> None: ...
+
+    async def close(self) -> None: ...
 
 
 def _resolve(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
@@ -85,6 +113,9 @@ class WriteConnection:
     async def commit(self) -> None:
         await self.run(sqlite3.Connection.commit)
 
+    async def transaction(self, statements: Statements) -> None:
+        await self.run(write_transaction(statements))
+
     async def close(self) -> None:
         try:
             if self._connection is not None:
@@ -98,25 +129,120 @@ class WriteConnection:
         self._thread.join(timeout=5)
 
 
-def write_transaction(statements: list[tuple[str, tuple[Any, ...] | list[Any]]]) -> Callable[[sqlite3.Connection], None]:
-    """A function that runs ``statements`` as one transaction on a connection in autocommit mode. A single
-    statement is its own transaction (SQLite takes the write lock, writes and commits, fsync included, in one step,
-    so the thread hands the GIL back once); several run between BEGIN IMMEDIATE and COMMIT, rolled back if one
-    fails."""
+def write_transaction(statements: Statements) -> Callable[[sqlite3.Connection], None]:
+    """A function that runs ``statements`` as one transaction (``writer_child.transaction``) on a connection."""
+    return functools.partial(transaction, statements=statements)
 
-    def run(connection: sqlite3.Connection) -> None:
-        if len(statements) == 1:
-            sql, parameters = statements[0]
-            connection.execute(sql, parameters).close()
-            return
-        connection.execute("BEGIN IMMEDIATE")
+
+_HEAD = struct.Struct(">I")
+_CHILD = Path(__file__).with_name("writer_child.py")
+
+
+class _Channel(asyncio.Protocol):
+    """The parent's end of the writer process's socket: frames out, answers in, in order."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.waiting: deque[asyncio.Future[Any]] = deque()
+        self.buffer = bytearray()
+        self.lost: BaseException | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = exc or ConnectionResetError("the store's writer process ended")
+        while self.waiting:
+            future = self.waiting.popleft()
+            if not future.done():
+                future.set_exception(sqlite3.OperationalError(f"the store's writer process ended: {self.lost}"))
+
+    def data_received(self, data: bytes) -> None:
+        buffer = self.buffer
+        buffer += data
+        while len(buffer) >= 4:
+            (size,) = _HEAD.unpack_from(buffer)
+            if len(buffer) < 4 + size:
+                return
+            ok, result = marshal.loads(bytes(buffer[4:4 + size]))
+            del buffer[:4 + size]
+            future = self.waiting.popleft()
+            if future.done():
+                continue
+            if ok:
+                future.set_result(result)
+            else:
+                name, message = result
+                error = getattr(sqlite3, name, None)
+                if not (isinstance(error, type) and issubclass(error, Exception)):
+                    error = sqlite3.OperationalError
+                future.set_exception(error(message))
+
+    def call(self, operation: str, arguments: Any) -> asyncio.Future[Any]:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        if self.lost is not None or self.transport is None:
+            future.set_exception(sqlite3.OperationalError("the store's writer process ended"))
+            return future
+        payload = marshal.dumps((operation, arguments))
+        self.transport.write(_HEAD.pack(len(payload)) + payload)
+        self.waiting.append(future)
+        return future
+
+
+class WriterProcess:
+    """The write connection in a child process: a commit's SQLite work and fsync never wait for this process's
+    GIL, and never make its event loop wait for them. Same calls as ``WriteConnection``."""
+
+    def __init__(self, process: subprocess.Popen[bytes], channel: _Channel) -> None:
+        self._process = process
+        self._channel = channel
+
+    @classmethod
+    async def open(cls, path: Path, *, isolation_level: str | None) -> "WriterProcess":
+        parent, child = socket.socketpair()
         try:
-            for sql, parameters in statements:
-                connection.execute(sql, parameters).close()
-            connection.execute("COMMIT")
+            # its own session: a Ctrl-C meant for minik must not kill the writer under a graceful stop
+            process = subprocess.Popen([sys.executable, "-I", "-S", str(_CHILD), str(child.fileno())],
+                                       pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, start_new_session=True)
         except BaseException:
-            if connection.in_transaction:
-                connection.execute("ROLLBACK")
+            parent.close()
             raise
+        finally:
+            child.close()
+        _, channel = await asyncio.get_running_loop().create_unix_connection(_Channel, sock=parent)
+        writer = cls(process, channel)
+        try:
+            await channel.call("connect", (str(path), isolation_level))
+        except BaseException:
+            await writer._stop()
+            raise
+        return writer
 
-    return run
+    async def transaction(self, statements: Statements) -> None:
+        await self._channel.call("transaction", statements)
+
+    async def execute(self, sql: str, parameters: tuple[Any, ...] = ()) -> None:
+        await self._channel.call("execute", (sql, parameters))
+
+    async def executescript(self, script: str) -> None:
+        await self._channel.call("executescript", script)
+
+    async def commit(self) -> None:
+        await self._channel.call("commit", None)
+
+    async def close(self) -> None:
+        try:
+            if self._channel.lost is None:
+                await self._channel.call("close", None)
+        finally:
+            await self._stop()
+
+    async def _stop(self) -> None:
+        if self._channel.transport is not None:
+            self._channel.transport.close()
+        for _ in range(500):  # the child exits as soon as its socket ends
+            if self._process.poll() is not None:
+                return
+            await asyncio.sleep(0.002)
+        self._process.kill()
+        self._process.wait()
