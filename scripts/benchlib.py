@@ -88,6 +88,22 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(c) for c in cells)])
 
 
+def with_children(pid: int) -> list[int]:
+    """The process and its children (Linux /proc): `minik up` runs its store's writer as a child process, and its
+    CPU time and private memory belong to the figure."""
+    found = [pid]
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(entry.name))
+    return found
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on now."""
     with socket.socket() as s:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import marshal
+import os
 import socket
 import sqlite3
 import struct
@@ -136,6 +137,7 @@ def write_transaction(statements: Statements) -> Callable[[sqlite3.Connection], 
 
 _HEAD = struct.Struct(">I")
 _CHILD = Path(__file__).with_name("writer_child.py")
+_CHILD_ENVIRONMENT = ("TMPDIR", "SQLITE_TMPDIR", "TMP", "TEMP")
 
 
 class _Channel(asyncio.Protocol):
@@ -202,8 +204,11 @@ class WriterProcess:
         parent, child = socket.socketpair()
         try:
             # its own session: a Ctrl-C meant for minik must not kill the writer under a graceful stop
+            # and only the environment SQLite reads: Python in isolated mode ignores the rest, and a large one (a
+            # caller's own variables) could exceed what exec takes
             process = subprocess.Popen([sys.executable, "-I", "-S", str(_CHILD), str(child.fileno())],
-                                       pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, start_new_session=True)
+                                       pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, start_new_session=True,
+                                       env={k: v for k, v in os.environ.items() if k in _CHILD_ENVIRONMENT})
         except BaseException:
             parent.close()
             raise

@@ -120,3 +120,13 @@ async def test_a_store_with_its_writer_in_a_thread_commits_the_same_way(tmp_path
         assert store.get("/configmaps/default/t") is None
     finally:
         await store.close()
+
+
+async def test_a_huge_environment_does_not_stop_the_writer_from_starting(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MINIK_TEST_HUGE", "x" * (4 * 1024 * 1024))  # over what exec takes in one variable
+    store = await Store.open(StoreSettings(path=tmp_path / "state.db"))
+    try:
+        await store.create("/configmaps/default/e", cm("e"))
+    finally:
+        await store.close()
