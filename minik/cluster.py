@@ -75,9 +75,10 @@ def _node(settings: "ClusterSettings", client: Client) -> Component:
     return NodeComponent(settings, client)
 
 
-#: Python's GIL switch interval while a cluster runs. The store's writer thread needs the GIL for a moment to hand
-#: over each commit; at the default 5 ms a busy event loop may keep it that long, and every write waiting for that
-#: commit waits with it (on the 2-vCPU test machines: commit latency p50 3.1 -> 2.7 ms and about 5% more pod
+#: Python's GIL switch interval while a cluster runs. A worker thread (the store's reader for lists and replays, or
+#: its writer when it is not a process of its own) needs the GIL for a moment to hand over each result; at the
+#: default 5 ms a busy event loop may keep it that long, and whatever waits for that result waits with it (with
+#: the writer thread, on the 2-vCPU test machines: commit latency p50 3.1 -> 2.7 ms and about 5% more pod
 #: creates/s, in noisy measurements)
 GIL_SWITCH_INTERVAL_SECONDS = 0.001
 
