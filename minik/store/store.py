@@ -39,6 +39,10 @@ Predicate = Callable[[Record], bool]
 #: the pause between compaction passes while history is behind its target (writers get the lock in between)
 COMPACTION_CATCH_UP_PAUSE_SECONDS = 0.5
 
+#: a commit whose fan-out took at least this long paces the next one (``StoreSettings.publish_share``); below it
+#: (in-process watchers, a few connections) the pause would cost more latency than it saves
+PACED_PUBLISH_SECONDS = 0.0005
+
 
 def prefix_end(prefix: str) -> str:
     """The smallest string greater than every string starting with ``prefix``."""
@@ -104,6 +108,10 @@ class Store:
         self._pins: Counter[int] = Counter()
         self._closing = False
         self._writer_task: asyncio.Task[None] | None = None
+        #: how long telling the watchers of the last commit took, and the pause it earns per second of it
+        self._published_seconds = 0.0
+        share = min(max(settings.publish_share, 0.05), 1.0)
+        self._publish_pause = 1.0 / share - 1.0
         self._compactor_task: asyncio.Task[None] | None = None
 
     # -- life cycle ----------------------------------------------------------------------------------------
@@ -408,6 +416,7 @@ class Store:
                     stopping = True
                     break
                 batch.append(item)
+            self._published_seconds = 0.0
             try:
                 await self._commit(batch)
             except Exception as exc:  # the writer must outlive any one batch
@@ -415,6 +424,8 @@ class Store:
                 for write in batch:
                     if not write.future.done():
                         write.future.set_exception(StoreError(f"commit failed: {exc}"))
+            if self._published_seconds >= PACED_PUBLISH_SECONDS and self._publish_pause and not stopping:
+                await asyncio.sleep(self._published_seconds * self._publish_pause)
 
     async def _commit(self, batch: list[_Write]) -> None:
         overlay: dict[str, Record | None] = {}
@@ -505,7 +516,9 @@ class Store:
         types = self._type_revisions
         for event in events:
             types[type_prefix(event.key)] = event.revision
+        began = time.perf_counter()
         self._hub.publish(events)
+        self._published_seconds = time.perf_counter() - began
         changed, self._revision_changed = self._revision_changed, asyncio.Event()
         changed.set()
 

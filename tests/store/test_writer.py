@@ -130,3 +130,29 @@ async def test_a_huge_environment_does_not_stop_the_writer_from_starting(tmp_pat
         await store.create("/configmaps/default/e", cm("e"))
     finally:
         await store.close()
+
+
+@pytest.mark.parametrize("share, batches", [(0.5, [["a"], ["b", "c", "d"]]), (1.0, [["a"], ["b"], ["c"], ["d"]])],
+                         ids=["paced", "unpaced"])
+async def test_a_costly_fan_out_makes_the_writes_behind_it_share_the_next_commit(
+        tmp_path: Path, share: float, batches: list[list[str]]) -> None:
+    store = await Store.open(StoreSettings(path=tmp_path / "state.db", publish_share=share))
+    published: list[list[str]] = []
+    publish = store._hub.publish
+
+    def costly(events: list) -> None:  # as telling a hundred watch connections takes
+        published.append([event.key.rsplit("/", 1)[1] for event in events])
+        time.sleep(0.05)
+        publish(events)
+
+    store._hub.publish = costly  # type: ignore[method-assign]
+    try:
+        await store.create("/configmaps/default/a", cm("a"))
+        writes = []
+        for name in "bcd":  # a write every 2 ms, all within the 50 ms pause the first commit earned
+            writes.append(asyncio.ensure_future(store.create(f"/configmaps/default/{name}", cm(name))))
+            await asyncio.sleep(0.002)
+        await asyncio.gather(*writes)
+    finally:
+        await store.close()
+    assert published == batches
