@@ -22,13 +22,13 @@ from typing import Any, Iterator
 import aiosqlite
 import orjson
 import structlog
-from sortedcontainers import SortedDict
 
 from minik.store import schema
 from minik.store.errors import (Compacted, Conflict, FutureRevision, KeyExists, KeyNotFound, ObjectTooLarge,
                                 StoreClosed, StoreError)
 from minik.store.records import Event, EventType, Record
 from minik.store.settings import StoreSettings
+from minik.store.state import State
 from minik.store.watch import Watcher, WatchHub
 from minik.store.writer import WriteConnection, Writer, WriterProcess
 
@@ -89,7 +89,7 @@ class Store:
         self.settings = settings
         self._db = writer_db
         self._reader = reader_db
-        self._state: SortedDict = SortedDict()
+        self._state = State()
         #: the revision of each deleted key's deletion marker until compaction drops it: a re-create chains to it,
         #: so the (key, prev_rev) unique index still holds
         self._tombstones: dict[str, int] = {}
@@ -504,7 +504,7 @@ class Store:
         """Make a committed batch visible: state, the event window, watchers, then waiters on the revision."""
         for key, record in overlay.items():
             if record is None:
-                self._state.pop(key, None)
+                self._state.pop(key)
             else:
                 self._state[key] = record
         window = self._events
