@@ -11,8 +11,6 @@ Kubernetes' max-in-flight filter and APF's ``exempt`` level.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,7 +61,7 @@ def too_many_requests(retry_after: int) -> StatusError:
 
 
 class Lanes:
-    """Counts the requests in flight per lane; ``enter`` raises 429 when the request's lane is full."""
+    """Counts the requests in flight per lane; ``acquire`` raises 429 when the request's lane is full."""
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
@@ -82,16 +80,16 @@ class Lanes:
             return "node"
         return "read" if info.verb in ("get", "list") else "write"
 
-    @asynccontextmanager
-    async def enter(self, lane: str | None) -> AsyncIterator[None]:
+    def acquire(self, lane: str | None) -> None:
+        """Take a slot in ``lane`` (nothing for an exempt request), or raise 429 when the lane is full. Every
+        ``acquire`` that returns is followed by one ``release`` of the same lane."""
         if lane is None:
-            yield
             return
         if self.in_flight[lane] >= self.capacity[lane]:
             self.rejected[lane] += 1
             raise too_many_requests(self.limits.retry_after_seconds)
         self.in_flight[lane] += 1
-        try:
-            yield
-        finally:
+
+    def release(self, lane: str | None) -> None:
+        if lane is not None:
             self.in_flight[lane] -= 1

@@ -225,8 +225,12 @@ class ApiServer:
             if anonymous:
                 raise UNAUTHORIZED
             raise forbidden_error(user, info, denied)
-        async with self.lanes.enter(self.lanes.lane(user, info)):
+        lane = self.lanes.lane(user, info)
+        self.lanes.acquire(lane)  # a counter, not a context manager: this runs for every request
+        try:
             return await self._dispatch(info, request, user)
+        finally:
+            self.lanes.release(lane)
 
     def _health(self, path: str) -> ApiResponse:
         ok = self.ready or not path.startswith("/readyz")
