@@ -31,6 +31,7 @@ import structlog
 from aiohttp import web
 from multidict import CIMultiDict, MultiDict
 
+from minik.aio import stop_task
 from minik.api.errors import StatusError
 from minik.apiserver.codec import MAX_BODY_BYTES
 from minik.apiserver.request import ApiRequest, ApiResponse, User
@@ -143,13 +144,8 @@ class HttpListener:
         """Close idle connections at once, let requests in flight finish (at most ``timeout``), then close the
         rest. The caller stops accepting first and ends the watches."""
         self._closing = True
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            try:
-                await self._sweeper
-            except asyncio.CancelledError:
-                pass
-            self._sweeper = None
+        await stop_task(self._sweeper)
+        self._sweeper = None
         for connection in list(self.connections):
             connection.close_when_idle()
         workers = [c.worker for c in self.connections if c.worker is not None and not c.worker.done()]

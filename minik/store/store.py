@@ -23,6 +23,7 @@ import aiosqlite
 import orjson
 import structlog
 
+from minik.aio import stop_task
 from minik.store import schema
 from minik.store.errors import (Compacted, Conflict, FutureRevision, KeyExists, KeyNotFound, ObjectTooLarge,
                                 StoreClosed, StoreError)
@@ -178,12 +179,7 @@ class Store:
         await self._queue.put(None)
         if self._writer_task is not None:
             await self._writer_task
-        if self._compactor_task is not None:
-            self._compactor_task.cancel()
-            try:
-                await self._compactor_task
-            except asyncio.CancelledError:
-                pass
+        await stop_task(self._compactor_task)
         self._hub.close_all()
         await self._db.close()
         await self._reader.close()

@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import marshal
 import os
 import socket
 import sqlite3
-import struct
 import subprocess
 import sys
 import threading
@@ -29,7 +27,7 @@ from pathlib import Path
 from queue import SimpleQueue
 from typing import Any, Protocol, TypeVar
 
-from minik.store.writer_child import transaction
+from minik.store.writer_child import frame, take_frames, transaction
 
 T = TypeVar("T")
 
@@ -135,7 +133,6 @@ def write_transaction(statements: Statements) -> Callable[[sqlite3.Connection], 
     return functools.partial(transaction, statements=statements)
 
 
-_HEAD = struct.Struct(">I")
 _CHILD = Path(__file__).with_name("writer_child.py")
 _CHILD_ENVIRONMENT = ("TMPDIR", "SQLITE_TMPDIR", "TMP", "TEMP")
 
@@ -160,14 +157,8 @@ class _Channel(asyncio.Protocol):
                 future.set_exception(sqlite3.OperationalError(f"the store's writer process ended: {self.lost}"))
 
     def data_received(self, data: bytes) -> None:
-        buffer = self.buffer
-        buffer += data
-        while len(buffer) >= 4:
-            (size,) = _HEAD.unpack_from(buffer)
-            if len(buffer) < 4 + size:
-                return
-            ok, result = marshal.loads(bytes(buffer[4:4 + size]))
-            del buffer[:4 + size]
+        self.buffer += data
+        for ok, result in take_frames(self.buffer):
             future = self.waiting.popleft()
             if future.done():
                 continue
@@ -185,8 +176,7 @@ class _Channel(asyncio.Protocol):
         if self.lost is not None or self.transport is None:
             future.set_exception(sqlite3.OperationalError("the store's writer process ended"))
             return future
-        payload = marshal.dumps((operation, arguments))
-        self.transport.write(_HEAD.pack(len(payload)) + payload)
+        self.transport.write(frame((operation, arguments)))
         self.waiting.append(future)
         return future
 

@@ -37,6 +37,46 @@ def transaction(connection, statements):
     return None
 
 
+def frame(value):
+    """``value`` as a frame: its length, then its marshal encoding."""
+    payload = marshal.dumps(value)
+    return _HEAD.pack(len(payload)) + payload
+
+
+def take_frames(buffer):
+    """The values of the whole frames at the front of ``buffer`` (a bytearray), removed from it as they are read."""
+    while len(buffer) >= 4:
+        (size,) = _HEAD.unpack_from(buffer)
+        if len(buffer) < 4 + size:
+            return
+        value = marshal.loads(bytes(buffer[4:4 + size]))
+        del buffer[:4 + size]
+        yield value
+
+
+def _run(connection, operation, arguments):
+    """One operation on the connection; the connection it leaves (``connect`` makes it, ``close`` ends it)."""
+    if operation == "connect":
+        path, isolation_level = arguments
+        return sqlite3.connect(path, isolation_level=isolation_level, check_same_thread=False)
+    if operation == "transaction":
+        transaction(connection, arguments)
+    elif operation == "execute":
+        sql, parameters = arguments
+        connection.execute(sql, parameters).close()
+    elif operation == "executescript":
+        connection.executescript(arguments).close()
+    elif operation == "commit":
+        connection.commit()
+    elif operation == "close":
+        if connection is not None:
+            connection.close()
+        return None
+    else:
+        raise ValueError("unknown operation %r" % (operation,))
+    return connection
+
+
 def _serve(sock):
     connection = None
     buffer = bytearray()
@@ -46,40 +86,13 @@ def _serve(sock):
             return
         buffer += data
         replies = []
-        while len(buffer) >= 4:
-            (size,) = _HEAD.unpack_from(buffer)
-            if len(buffer) < 4 + size:
-                break
-            operation, arguments = marshal.loads(bytes(buffer[4:4 + size]))
-            del buffer[:4 + size]
+        for operation, arguments in take_frames(buffer):
             try:
-                if operation == "connect":
-                    path, isolation_level = arguments
-                    connection = sqlite3.connect(path, isolation_level=isolation_level, check_same_thread=False)
-                    result = None
-                elif operation == "transaction":
-                    result = transaction(connection, arguments)
-                elif operation == "execute":
-                    sql, parameters = arguments
-                    connection.execute(sql, parameters).close()
-                    result = None
-                elif operation == "executescript":
-                    connection.executescript(arguments).close()
-                    result = None
-                elif operation == "commit":
-                    connection.commit()
-                    result = None
-                elif operation == "close":
-                    if connection is not None:
-                        connection.close()
-                        connection = None
-                    result = None
-                else:
-                    raise ValueError("unknown operation %r" % (operation,))
-                reply = marshal.dumps((True, result))
+                connection = _run(connection, operation, arguments)
+                reply = (True, None)
             except Exception as exc:  # answered to the parent, which raises it there
-                reply = marshal.dumps((False, (type(exc).__name__, str(exc))))
-            replies.append(_HEAD.pack(len(reply)) + reply)
+                reply = (False, (type(exc).__name__, str(exc)))
+            replies.append(frame(reply))
         if replies:
             sock.sendall(b"".join(replies))
 
