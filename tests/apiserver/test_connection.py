@@ -210,3 +210,11 @@ async def test_a_write_whose_client_hangs_up_still_completes(cluster: Cluster) -
             await asyncio.sleep(0.05)
     writer.close()
     assert orjson.loads(body)["data"] == {"k": "orphan"}
+
+
+async def test_a_hundred_pipelined_requests_are_all_answered_in_order(cluster: Cluster) -> None:
+    reader, writer = await connect(cluster)  # more than the connection reads ahead: it pauses and resumes reading
+    writer.write(b"".join(f"GET {CMS}/n{i} HTTP/1.1\r\nHost: x\r\n\r\n".encode() for i in range(100)))
+    answers = [await read_answer(reader) for _ in range(100)]
+    writer.close()
+    assert [orjson.loads(body)["details"]["name"] for _, _, body in answers] == [f"n{i}" for i in range(100)]
