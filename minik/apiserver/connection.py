@@ -227,9 +227,11 @@ class HttpConnection(asyncio.Protocol):
             return
         except httptools.HttpParserCallbackError as exc:  # raised by a callback of ours: a limit was exceeded
             refused = exc.__context__
-            if not isinstance(refused, _Refused):
-                raise
-            self._refuse(refused.status, refused.reason, refused.message)
+            if isinstance(refused, _Refused):
+                self._refuse(refused.status, refused.reason, refused.message)
+            else:  # a bug in a callback: the client still gets a Status, and the server goes on
+                log.error("request parsing failed", error=repr(refused), remote=self.remote)
+                self._refuse(500, "InternalError", "an internal error occurred")
             return
         except httptools.HttpParserError as exc:
             self._refuse(400, "BadRequest", f"malformed HTTP request: {exc}")
@@ -455,7 +457,8 @@ class HttpConnection(asyncio.Protocol):
             return
         if self.body_since is not None and now - self.body_since > body_seconds:
             self._refuse(_BODY_TIMEOUT.code, _BODY_TIMEOUT.reason, _BODY_TIMEOUT.message)
-        elif self.idle_since is not None and self.worker is None and now - self.idle_since > idle_seconds:
+        elif self.body_since is None and self.idle_since is not None and self.worker is None and \
+                now - self.idle_since > idle_seconds:  # a body under way has its own limit, above
             self.transport.close()
 
     def close_when_idle(self) -> None:

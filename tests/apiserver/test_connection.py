@@ -218,3 +218,24 @@ async def test_a_hundred_pipelined_requests_are_all_answered_in_order(cluster: C
     answers = [await read_answer(reader) for _ in range(100)]
     writer.close()
     assert [orjson.loads(body)["details"]["name"] for _, _, body in answers] == [f"n{i}" for i in range(100)]
+
+
+async def test_a_body_arriving_slowly_is_held_to_the_body_limit_not_the_idle_one(tmp_path) -> None:
+    from minik.cluster import COMPONENTS, Cluster, ClusterSettings
+
+    c = Cluster(ClusterSettings(data_dir=tmp_path / "c", port=0, insecure_loopback=True, synchronous="NORMAL",
+                                disabled=frozenset(COMPONENTS),
+                                limits={"idle_timeout_seconds": 0.3, "body_timeout_seconds": 5}))
+    await c.start()
+    try:
+        reader, writer = await connect(c)
+        body = orjson.dumps({"metadata": {"name": "slow"}})
+        writer.write(f"POST {CMS} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     f"Content-Length: {len(body)}\r\n\r\n".encode() + body[:5])
+        await asyncio.sleep(1.0)  # past the idle limit, within the body's
+        writer.write(body[5:])
+        status, _, _ = await read_answer(reader)
+        writer.close()
+        assert status == 201
+    finally:
+        await c.stop()
