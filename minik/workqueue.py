@@ -19,6 +19,8 @@ from collections import deque
 from collections.abc import Hashable
 from typing import Generic, Protocol, TypeVar
 
+from minik.aio import wake_one
+
 K = TypeVar("K", bound=Hashable)
 K_contra = TypeVar("K_contra", bound=Hashable, contravariant=True)
 
@@ -164,8 +166,4 @@ class WorkQueue(Generic[K]):
                 waiter.set_result(None)
 
     def _wake_one(self) -> None:
-        while self._getters:
-            waiter = self._getters.popleft()
-            if not waiter.done():
-                waiter.set_result(None)
-                return
+        wake_one(self._getters)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections import deque
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -73,3 +74,13 @@ async def stop_task(task: asyncio.Task[Any] | None) -> None:
             raise
     except Exception:  # noqa: BLE001 - logged by the done callback
         pass
+
+
+def wake_one(waiters: deque[asyncio.Future[None]]) -> bool:
+    """Resolve the first of ``waiters`` that still waits (dropping those cancelled meanwhile); False when none."""
+    while waiters:
+        waiter = waiters.popleft()
+        if not waiter.done():
+            waiter.set_result(None)
+            return True
+    return False

@@ -8,6 +8,8 @@ updated), so the columns are always current. Plugins that can work on columns of
 
 from __future__ import annotations
 
+import functools
+
 import importlib
 import threading
 from collections.abc import Iterator, Sequence
@@ -63,6 +65,10 @@ _COLUMNS = ("alloc_cpu", "alloc_memory", "free_cpu", "free_memory", "free_pods",
             "non_zero_memory", "unschedulable", "hard_taints", "soft_taints")
 
 
+#: the cached properties of NodeArrays worked out from the nodes themselves
+_DERIVED = ("all_allocatable", "any_soft_taints", "any_hard_taints", "any_unschedulable")
+
+
 class NodeArrays:
     """Columns: allocatable cpu (millicores) and memory, what is free of cpu, memory and pod slots, the non-zero
     requests used for scoring, and 0/1 flags (cordoned, NoSchedule/NoExecute taints, PreferNoSchedule taints)."""
@@ -72,10 +78,6 @@ class NodeArrays:
         self.infos = infos
         self._objects: Any = None  # the infos as a numpy object array, for nodes_at
         self._labels: dict[str, tuple[Ints, list[str]]] = {}
-        self._any_soft_taints: bool | None = None
-        self._any_hard_taints: bool | None = None
-        self._any_unschedulable: bool | None = None
-        self._all_allocatable: bool | None = None
         # column-major: each column is contiguous for the vector operations
         self.data: Ints = np.zeros((self.size, len(_COLUMNS)), dtype=np.int64, order="F")
         (self.alloc_cpu, self.alloc_memory, self.free_cpu, self.free_memory, self.free_pods, self.non_zero_cpu,
@@ -119,37 +121,32 @@ class NodeArrays:
             found = self._labels[key] = (ids, values)
         return found
 
-    @property
+    # what is worked out from the nodes once per change of them (``nodes_changed`` forgets it), not per cycle
+    @functools.cached_property
     def all_allocatable(self) -> bool:
         """Whether every node has some allocatable cpu and memory (the scores then need no guard against 0)."""
-        if self._all_allocatable is None:
-            self._all_allocatable = bool((self.alloc_cpu > 0).all() and (self.alloc_memory > 0).all())
-        return self._all_allocatable
+        return bool((self.alloc_cpu > 0).all() and (self.alloc_memory > 0).all())
 
-    # whether any node has a PreferNoSchedule taint, a NoSchedule or NoExecute taint, spec.unschedulable: worked
-    # out once per change of the nodes, not per cycle
-    @property
+    @functools.cached_property
     def any_soft_taints(self) -> bool:
-        if self._any_soft_taints is None:
-            self._any_soft_taints = bool(self.soft_taints.any())
-        return self._any_soft_taints
+        """Whether any node has a PreferNoSchedule taint."""
+        return bool(self.soft_taints.any())
 
-    @property
+    @functools.cached_property
     def any_hard_taints(self) -> bool:
-        if self._any_hard_taints is None:
-            self._any_hard_taints = bool(self.hard_taints.any())
-        return self._any_hard_taints
+        """Whether any node has a NoSchedule or NoExecute taint."""
+        return bool(self.hard_taints.any())
 
-    @property
+    @functools.cached_property
     def any_unschedulable(self) -> bool:
-        if self._any_unschedulable is None:
-            self._any_unschedulable = bool(self.unschedulable.any())
-        return self._any_unschedulable
+        """Whether any node is cordoned (spec.unschedulable)."""
+        return bool(self.unschedulable.any())
 
     def nodes_changed(self) -> None:
         """A node object changed (its labels, taints or allocatable): forget what was worked out from them."""
         self._labels.clear()
-        self._any_soft_taints = self._any_hard_taints = self._any_unschedulable = self._all_allocatable = None
+        for name in _DERIVED:
+            self.__dict__.pop(name, None)
 
     def detach(self, infos: list["NodeInfo"]) -> None:
         for info in infos:

@@ -17,7 +17,7 @@ from typing import Any
 
 import structlog
 
-from minik.aio import start_task, stop_task
+from minik.aio import start_task, stop_task, wake_one
 from minik.api.errors import StatusError
 from minik.api.timestamps import now_rfc3339
 from minik.client import STRATEGIC_MERGE_PATCH, Client, TransportError
@@ -97,7 +97,7 @@ class Scheduler:
         self._writes: set[asyncio.Task[None]] = set()
         self._to_bind: deque[tuple[QueuedPod, str]] = deque()  # decided and assumed, waiting for a bind worker
         self._binders = 0  # bind workers started
-        self._idle_binders: list[asyncio.Future[None]] = []  # what each idle bind worker waits on
+        self._idle_binders: deque[asyncio.Future[None]] = deque()  # what each idle bind worker waits on
         self._log = log.bind(scheduler=self.name)
         self.scheduled = 0
         self.attempts = 0
@@ -280,11 +280,8 @@ class Scheduler:
 
     def _wake_binder(self) -> None:
         """Wake an idle bind worker, or start one while there are fewer than ``concurrent_binds``."""
-        while self._idle_binders:
-            waiter = self._idle_binders.pop()
-            if not waiter.done():
-                waiter.set_result(None)
-                return
+        if wake_one(self._idle_binders):
+            return
         if self._binders < self.settings.concurrent_binds:
             self._binders += 1
             self._spawn(self._bind_worker(), f"bind worker {self._binders}")
