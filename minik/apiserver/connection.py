@@ -355,13 +355,7 @@ class HttpConnection(asyncio.Protocol):
             return
         body = response.body
         head = _head(response.status, response.content_type, response.headers, len(body), close)
-        if method == "HEAD":
-            transport.write(head)
-        elif len(body) <= SLICE_BYTES:
-            transport.write(head + body)
-        else:
-            transport.write(head)
-            transport.write(body)
+        transport.write(head if method == "HEAD" else head + body)  # bodies over SLICE_BYTES go in slices
 
     async def _write_and_drain(self, response: ApiResponse, method: str, close: bool) -> None:
         body = response.body
