@@ -10,7 +10,10 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+import orjson
+
 from minik.api.kinds.common import Obj, dict_at, dicts_at, ensure_dict, set_default
+from minik.api.kinds.specmemo import SpecMemo, spec_key
 from minik.api.quantity import parse_quantity
 
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -120,11 +123,29 @@ def default_pod_template(owner_spec: Obj, key: str = "template") -> None:
         default_pod_spec(spec)
 
 
+#: a pod spec's JSON -> its JSON once defaulted
+_DEFAULTED: SpecMemo[bytes] = SpecMemo()
+
+
 def default_pod(pod: Obj) -> None:
-    """SetDefaults_Pod on top of the pod spec defaults."""
+    """SetDefaults_Pod on top of the pod spec defaults. A spec seen before gets the defaulted copy remembered for
+    it (minik.api.kinds.specmemo)."""
     spec = ensure_dict(pod, "spec")
     if spec is None:
         return
+    key = spec_key(spec)
+    if key is not None:
+        defaulted = _DEFAULTED.get(key)
+        if defaulted is not None:
+            spec.clear()
+            spec.update(orjson.loads(defaulted))
+            return
+    _default_pod(spec)
+    if key is not None and (after := spec_key(spec)) is not None:
+        _DEFAULTED.put(key, after)
+
+
+def _default_pod(spec: Obj) -> None:
     default_pod_spec(spec)
     for list_name in CONTAINER_LISTS:
         for container in dicts_at(spec, list_name):
@@ -156,9 +177,24 @@ def _quantity(value: Any) -> Decimal:
         return Decimal(0)
 
 
+#: a pod spec's JSON -> its QoS class
+_QOS: SpecMemo[str] = SpecMemo()
+
+
 def pod_qos_class(spec: Obj) -> str:
     """Guaranteed, Burstable or BestEffort, computed from cpu and memory as Kubernetes' GetPodQOS does. A limit
     without a request counts as that request (the defaulting Kubernetes applies first)."""
+    key = spec_key(spec)
+    if key is None:
+        return _pod_qos_class(spec)
+    qos = _QOS.get(key)
+    if qos is None:
+        qos = _pod_qos_class(spec)
+        _QOS.put(key, qos)
+    return qos
+
+
+def _pod_qos_class(spec: Obj) -> str:
     requests: dict[str, Decimal] = {}
     limits: dict[str, Decimal] = {}
     guaranteed = True

@@ -7,6 +7,7 @@ from typing import Any
 from minik.api import validation as v
 from minik.api.kinds.common import Causes, Obj, dict_at, expect_object, list_at
 from minik.api.kinds.podspec import PROBES, VOLUME_SOURCES
+from minik.api.kinds.specmemo import SpecMemo, spec_key
 from minik.api.quantity import parse_quantity
 
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
@@ -308,8 +309,23 @@ def _validate_named(spec: Obj, path: str, field: str, check: Any) -> Causes:
     return [v.invalid(v.child(path, field), value, m) for m in check(str(value))]
 
 
+#: (path, in_pod, a pod spec's JSON) of the specs found valid; only valid ones are remembered
+_VALID: SpecMemo[bool] = SpecMemo()
+
+
 def validate_pod_spec(spec: Any, path: str, *, in_pod: bool) -> Causes:
-    """A PodSpec at ``path`` ("spec", "spec.template.spec", ...). ``in_pod`` adds the rules only a Pod has."""
+    """A PodSpec at ``path`` ("spec", "spec.template.spec", ...). ``in_pod`` adds the rules only a Pod has. A spec
+    found valid before is not walked again (minik.api.kinds.specmemo)."""
+    key = spec_key(spec)
+    if key is not None and _VALID.get((path, in_pod, key)):
+        return []
+    causes = _validate_pod_spec(spec, path, in_pod=in_pod)
+    if key is not None and not causes:
+        _VALID.put((path, in_pod, key), True)
+    return causes
+
+
+def _validate_pod_spec(spec: Any, path: str, *, in_pod: bool) -> Causes:
     if not isinstance(spec, dict):
         return expect_object(spec, path)
     volumes: set[str] = set()

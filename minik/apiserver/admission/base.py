@@ -8,6 +8,7 @@ authenticate -> authorize -> decode -> admit (mutating, then validating) -> vali
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from minik.api.registry import Registry, ResourceType
@@ -116,28 +117,41 @@ class ObjectReader:
         return [self._object(record) for record in records]
 
 
-class AdmissionPlugin(Protocol):
+class MutatingPlugin(Protocol):
     name: str
 
     async def admit(self, attrs: Attributes) -> None:
         """Mutate ``attrs.obj`` in place, or raise StatusError."""
         ...
 
+
+class ValidatingPlugin(Protocol):
+    name: str
+
     async def validate(self, attrs: Attributes) -> None:
         """Raise StatusError to refuse the request; never mutate."""
         ...
 
 
+#: a plugin has ``admit``, ``validate`` or both (Kubernetes' MutationInterface and ValidationInterface)
+AdmissionPlugin = MutatingPlugin | ValidatingPlugin
+
+
 class Admission:
-    """Runs the plugins in order: every mutating step first, then every validating step."""
+    """Runs the plugins in order: every mutating step first, then every validating step. A plugin without one of
+    the two steps is not called for it (every write goes through the chain)."""
 
     def __init__(self, plugins: list[AdmissionPlugin]) -> None:
         self.plugins = plugins
+        self._mutating: list[Callable[[Attributes], Awaitable[None]]] = [
+            step for plugin in plugins if (step := getattr(plugin, "admit", None)) is not None]
+        self._validating: list[Callable[[Attributes], Awaitable[None]]] = [
+            step for plugin in plugins if (step := getattr(plugin, "validate", None)) is not None]
 
     async def admit(self, attrs: Attributes) -> None:
-        for plugin in self.plugins:
-            await plugin.admit(attrs)
+        for admit in self._mutating:
+            await admit(attrs)
 
     async def validate(self, attrs: Attributes) -> None:
-        for plugin in self.plugins:
-            await plugin.validate(attrs)
+        for validate in self._validating:
+            await validate(attrs)

@@ -43,5 +43,3 @@ class DefaultTolerationSeconds:
         if added:
             spec["tolerations"] = tolerations + added
 
-    async def validate(self, attrs: Attributes) -> None:
-        return None

@@ -17,9 +17,6 @@ class NamespaceLifecycle:
     def __init__(self, reader: ObjectReader) -> None:
         self._reader = reader
 
-    async def admit(self, attrs: Attributes) -> None:
-        return None
-
     async def validate(self, attrs: Attributes) -> None:
         if attrs.resource.plural == "namespaces" and not attrs.resource.group:
             if attrs.operation == "DELETE" and attrs.name in IMMORTAL_NAMESPACES:

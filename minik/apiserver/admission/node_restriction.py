@@ -71,9 +71,6 @@ def _labels(obj: Obj | None) -> dict[str, str]:
 class NodeRestriction:
     name = "NodeRestriction"
 
-    async def admit(self, attrs: Attributes) -> None:
-        return None
-
     async def validate(self, attrs: Attributes) -> None:
         node = _node_of(attrs.user)
         if node is None:

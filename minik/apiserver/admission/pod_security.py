@@ -73,9 +73,6 @@ class PodSecurity:
     def __init__(self, reader: ObjectReader) -> None:
         self._reader = reader
 
-    async def admit(self, attrs: Attributes) -> None:
-        return None
-
     async def validate(self, attrs: Attributes) -> None:
         group, plural = attrs.resource.group, attrs.resource.plural
         if (group, plural) == ("", "namespaces"):

@@ -32,5 +32,3 @@ class ServiceAccount:
         if not spec.get("serviceAccountName") and not spec.get("serviceAccount"):
             spec["serviceAccountName"] = spec["serviceAccount"] = DEFAULT_SERVICE_ACCOUNT
 
-    async def validate(self, attrs: Attributes) -> None:
-        return None
