@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from minik.api.kinds import podspec, podvalidation
+from minik.api.kinds import podspec, podvalidation, specmemo
 from minik.api.kinds.podspec import default_pod, pod_qos_class
 from minik.api.kinds.podvalidation import validate_pod_spec
 from minik.api.kinds.specmemo import MAX_KEY_BYTES, SpecMemo, spec_key
@@ -32,9 +32,10 @@ SPECS = [
 
 
 @pytest.fixture(autouse=True)
-def empty_memos() -> None:
-    for memo in (podspec._DEFAULTED, podspec._QOS, podvalidation._VALID):
-        memo._answers.clear()
+def fresh_memos(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(podspec, "_DEFAULTED", SpecMemo())
+    monkeypatch.setattr(podspec, "_QOS", SpecMemo())
+    monkeypatch.setattr(podvalidation, "_VALID", {})
 
 
 @pytest.mark.parametrize("pod", SPECS)
@@ -65,7 +66,7 @@ def test_an_invalid_spec_is_not_remembered_and_is_refused_every_time() -> None:
     spec = {"containers": [{"name": "Bad_Name", "image": "busybox"}]}
     first = validate_pod_spec(spec, "spec", in_pod=True)
     assert first and first == validate_pod_spec(spec, "spec", in_pod=True)
-    assert len(podvalidation._VALID) == 0
+    assert not any(podvalidation._VALID.values())
 
 
 def defaulted(pod: Obj) -> Obj:
@@ -84,18 +85,38 @@ def test_a_spec_valid_in_a_pod_is_checked_again_in_a_template() -> None:
 def test_a_valid_spec_is_remembered() -> None:
     spec = defaulted(SPECS[2])
     assert validate_pod_spec(spec, "spec", in_pod=True) == []
-    assert podvalidation._VALID.get(("spec", True, spec_key(spec)))
+    key = spec_key(spec)
+    assert key is not None and podvalidation._VALID[("spec", True)].get(key)
     assert validate_pod_spec(spec, "spec", in_pod=True) == []
 
 
 @pytest.mark.parametrize("spec", [
-    {"containers": [], "priority": None},  # a null: YAML's .nan is written as null too
     {"containers": [], "activeDeadlineSeconds": 2 ** 70},  # more than orjson writes
-    {"containers": [], "nodeSelector": {"k": "v" * MAX_KEY_BYTES}},
     ["not", "a", "spec"],
 ])
-def test_specs_whose_json_does_not_stand_for_them_are_not_remembered(spec: Any) -> None:
+def test_what_json_cannot_hold_has_no_key(spec: Any) -> None:
     assert spec_key(spec) is None
+
+
+@pytest.mark.parametrize("spec", [
+    {"containers": [], "priority": None},  # a null: YAML's .nan is written as null too
+    {"containers": [], "nodeSelector": {"k": "v" * MAX_KEY_BYTES}},
+])
+def test_specs_whose_json_may_not_stand_for_them_are_not_remembered(spec: Any) -> None:
+    memo: SpecMemo[int] = SpecMemo()
+    key = spec_key(spec)
+    assert key is not None
+    memo.put(key, 1)
+    assert memo.get(key) is None and len(memo) == 0
+
+
+def test_a_nan_from_yaml_is_defaulted_and_refused_as_without_the_memo() -> None:
+    with_null, with_nan = a_pod(activeDeadlineSeconds=None), a_pod(activeDeadlineSeconds=float("nan"))
+    default_pod(with_null)
+    default_pod(with_nan)
+    assert with_nan["spec"]["activeDeadlineSeconds"] != with_nan["spec"]["activeDeadlineSeconds"]  # still NaN
+    assert [c.field for c in validate_pod_spec(with_nan["spec"], "spec", in_pod=True)] == \
+        ["spec.activeDeadlineSeconds"]
 
 
 def test_a_full_memo_starts_over() -> None:
@@ -104,3 +125,21 @@ def test_a_full_memo_starts_over() -> None:
     memo.put(b"b", 2)
     memo.put(b"c", 3)
     assert len(memo) == 1 and memo.get(b"c") == 3 and memo.get(b"a") is None
+
+
+def test_a_memo_rests_while_specs_do_not_repeat_and_then_looks_again() -> None:
+    memo: SpecMemo[int] = SpecMemo()
+    for i in range(specmemo.MISSES_BEFORE_REST):
+        key = memo.key({"i": i})
+        assert key is not None and memo.get(key) is None
+    assert all(memo.key({"i": -1}) is None for _ in range(specmemo.REST_CALLS))
+    assert memo.key({"i": -1}) is not None
+
+
+def test_a_found_answer_keeps_a_memo_awake() -> None:
+    memo: SpecMemo[int] = SpecMemo()
+    memo.put(b'{"same":1}', 1)
+    for i in range(specmemo.MISSES_BEFORE_REST * 3):
+        key = memo.key({"i": i} if i % 2 else {"same": 1})
+        assert key is not None
+        memo.get(key)

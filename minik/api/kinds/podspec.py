@@ -133,7 +133,7 @@ def default_pod(pod: Obj) -> None:
     spec = ensure_dict(pod, "spec")
     if spec is None:
         return
-    key = spec_key(spec)
+    key = _DEFAULTED.key(spec)
     if key is not None:
         defaulted = _DEFAULTED.get(key)
         if defaulted is not None:
@@ -184,7 +184,7 @@ _QOS: SpecMemo[str] = SpecMemo()
 def pod_qos_class(spec: Obj) -> str:
     """Guaranteed, Burstable or BestEffort, computed from cpu and memory as Kubernetes' GetPodQOS does. A limit
     without a request counts as that request (the defaulting Kubernetes applies first)."""
-    key = spec_key(spec)
+    key = _QOS.key(spec)
     if key is None:
         return _pod_qos_class(spec)
     qos = _QOS.get(key)

@@ -7,7 +7,7 @@ from typing import Any
 from minik.api import validation as v
 from minik.api.kinds.common import Causes, Obj, dict_at, expect_object, list_at
 from minik.api.kinds.podspec import PROBES, VOLUME_SOURCES
-from minik.api.kinds.specmemo import SpecMemo, spec_key
+from minik.api.kinds.specmemo import SpecMemo
 from minik.api.quantity import parse_quantity
 
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
@@ -309,19 +309,24 @@ def _validate_named(spec: Obj, path: str, field: str, check: Any) -> Causes:
     return [v.invalid(v.child(path, field), value, m) for m in check(str(value))]
 
 
-#: (path, in_pod, a pod spec's JSON) of the specs found valid; only valid ones are remembered
-_VALID: SpecMemo[bool] = SpecMemo()
+#: (path, in_pod) -> the specs found valid there; only valid ones are remembered (the paths are the code's own)
+_VALID: dict[tuple[str, bool], SpecMemo[bool]] = {}
 
 
 def validate_pod_spec(spec: Any, path: str, *, in_pod: bool) -> Causes:
     """A PodSpec at ``path`` ("spec", "spec.template.spec", ...). ``in_pod`` adds the rules only a Pod has. A spec
     found valid before is not walked again (minik.api.kinds.specmemo)."""
-    key = spec_key(spec)
-    if key is not None and _VALID.get((path, in_pod, key)):
+    valid = _VALID.get((path, in_pod))
+    if valid is None:
+        valid = _VALID[(path, in_pod)] = SpecMemo()
+    key = valid.key(spec)
+    if key is None:
+        return _validate_pod_spec(spec, path, in_pod=in_pod)
+    if valid.get(key):
         return []
     causes = _validate_pod_spec(spec, path, in_pod=in_pod)
-    if key is not None and not causes:
-        _VALID.put((path, in_pod, key), True)
+    if not causes:
+        valid.put(key, True)
     return causes
 
 
