@@ -26,6 +26,7 @@ import platform
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -43,6 +44,10 @@ ROOT = Path(__file__).resolve().parent.parent
 CONNECTIONS = 32
 WATCHERS = 100
 WRITE_RATE = 1000
+#: the 1 KiB value of every etcd put
+ETCD_VALUE = base64.b64encode(os.urandom(1024)).decode()
+#: the shortest slice of an interleaved measurement (wrk's own start and stop weigh on shorter ones)
+MIN_SLICE_SECONDS = 3.0
 POD_BODY = (b'{"apiVersion":"v1","kind":"Pod","metadata":{"generateName":"bench-"},'
             b'"spec":{"containers":[{"name":"c","image":"busybox:1.36"}]}}')
 SENT_KEY = "benchSentNs"
@@ -234,7 +239,9 @@ def describe(result: dict[str, Any]) -> str:
 # ---------------------------------------------------------------------------------------------------------------
 # anchor A: etcd
 
-def bench_etcd(tmp: Path, duration: float, threads: int) -> dict[str, Any]:
+@contextlib.contextmanager
+def etcd_server(tmp: Path) -> Iterator[str]:
+    """A one-member etcd on loopback, its data in ``tmp``; yields the client URL."""
     client, peer = benchlib.free_port(), benchlib.free_port()
     client_url, peer_url = f"http://127.0.0.1:{client}", f"http://127.0.0.1:{peer}"
     data_dir = Path(tempfile.mkdtemp(prefix="etcd-", dir=tmp))
@@ -251,21 +258,27 @@ def bench_etcd(tmp: Path, duration: float, threads: int) -> dict[str, Any]:
                 wait_http(client_url + "/health", proc, "etcd")
             except BenchError as exc:
                 raise BenchError(f"{exc}; etcd log: {log_path.read_text(errors='replace')[-2000:]}") from None
-            value = base64.b64encode(os.urandom(1024)).decode()
-            script = lua_script(tmp, "etcd", 200, f'VALUE = "{value}"\nKEY_PREFIX = "'
-                                + base64.b64encode(b"bench/").decode() + '"', LUA_ETCD)
-            status, body = http("POST", client_url + "/v3/kv/put",
-                                json.dumps({"key": base64.b64encode(b"probe").decode(), "value": value}).encode())
+            status, body = http("POST", client_url + "/v3/kv/put", json.dumps(
+                {"key": base64.b64encode(b"probe").decode(), "value": ETCD_VALUE}).encode())
             if status != 200:
                 raise BenchError(f"etcd put probe: {status} {body[:300]!r}")
-            result = run_wrk(client_url, script, duration, threads)
-            status, body = http("POST", client_url + "/v3/kv/range", json.dumps(
-                {"key": base64.b64encode(b"bench/").decode(), "range_end": base64.b64encode(b"bench0").decode(),
-                 "count_only": True}).encode())
-            result["keys_stored"] = int(json.loads(body).get("count", 0)) if status == 200 else None
-            return result
+            yield client_url
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def etcd_puts(url: str, tmp: Path, seconds: float, threads: int, round_: int) -> dict[str, Any]:
+    """Puts of distinct keys (this round's own prefix, 9 bytes so the base64 stays aligned) for ``seconds``."""
+    prefix = base64.b64encode(f"bench/r{round_ % 10}/".encode()).decode()
+    script = lua_script(tmp, f"etcd-{round_}", 200, f'VALUE = "{ETCD_VALUE}"\nKEY_PREFIX = "{prefix}"', LUA_ETCD)
+    return run_wrk(url, script, seconds, threads)
+
+
+def etcd_keys(url: str) -> int | None:
+    status, body = http("POST", url + "/v3/kv/range", json.dumps(
+        {"key": base64.b64encode(b"bench/").decode(), "range_end": base64.b64encode(b"bench0").decode(),
+         "count_only": True}).encode())
+    return int(json.loads(body).get("count", 0)) if status == 200 else None
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -344,24 +357,60 @@ def count_pods(url: str) -> int | None:
                if item.get("metadata", {}).get("generateName") == "bench-")
 
 
-def bench_creates(tmp: Path, duration: float, threads: int, distinct: bool = False) -> dict[str, Any]:
+def pod_creates(url: str, tmp: Path, seconds: float, threads: int, distinct: bool) -> dict[str, Any]:
     """Pods as one template makes them (the same spec every time), or with ``distinct`` each with a spec of its
-    own (its image tag), which no memo of specs seen before can answer."""
+    own (its image tag, with the wrk thread and a counter), which no memo of specs seen before can answer."""
     name = "creates-distinct" if distinct else "creates"
-    with minik(tmp, name) as url:
-        status, body = http("POST", url + "/api/v1/namespaces/default/pods", POD_BODY)
-        if status != 201:
-            raise BenchError(f"minik pod create probe: {status} {body[:500]!r}")
-        script = lua_script(tmp, name, 201, request=LUA_DISTINCT_PODS) if distinct else \
-            lua_script(tmp, name, 201, lua_static("POST", "/api/v1/namespaces/default/pods", POD_BODY))
-        result = run_wrk(url, script, duration, threads)
-        stored = count_pods(url)
-        result["pods_listed"] = None if stored is None else stored - 1  # minus the probe
-        # requests still in flight when wrk stops may commit without being counted: up to one per connection
-        listed = result["pods_listed"]
-        if listed is not None and not result["ok"] <= listed <= result["ok"] + CONNECTIONS:
-            result["mismatch"] = f"wrk counted {result['ok']} creates (201) but the list has {listed}"
-        return result
+    script = lua_script(tmp, name, 201, request=LUA_DISTINCT_PODS) if distinct else \
+        lua_script(tmp, name, 201, lua_static("POST", "/api/v1/namespaces/default/pods", POD_BODY))
+    return run_wrk(url, script, seconds, threads)
+
+
+def combine(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """One result for the rounds of a measurement: counts summed, the rate over their total time, the median
+    round's p50 and the worst round's p99."""
+    total: dict[str, Any] = {k: sum(r[k] for r in rounds) for k in
+                             ("requests", "ok", "bad", "connect", "read", "write", "status", "timeout", "seconds")}
+    total["ok_per_second"] = total["ok"] / total["seconds"] if total["seconds"] else 0.0
+    total["p50_us"] = statistics.median(r["p50_us"] for r in rounds)
+    total["p99_us"] = max(r["p99_us"] for r in rounds)
+    total["bad_sample"] = next((r["bad_sample"] for r in rounds if r.get("bad_sample")), None)
+    total["rounds_per_second"] = [round(r["ok_per_second"]) for r in rounds]
+    return total
+
+
+def bench_writes(tmp: Path, duration: float, threads: int, rounds: int) -> dict[str, dict[str, Any]]:
+    """etcd's puts and minik's creates (same spec, then distinct specs), in ``rounds`` interleaved slices of
+    ``duration`` / ``rounds`` seconds each, against servers started once: a change in the machine's speed during
+    the run (these VMs swing by a quarter within minutes) falls on the figure and its anchor alike."""
+    seconds = max(MIN_SLICE_SECONDS, duration / rounds)
+    names = ("etcd puts", "minik pod creates", "minik distinct pod creates")
+    results: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    with etcd_server(tmp) as etcd_url, minik(tmp, "creates") as same_url, \
+            minik(tmp, "creates-distinct") as distinct_url:
+        for url in (same_url, distinct_url):
+            status, body = http("POST", url + "/api/v1/namespaces/default/pods", POD_BODY)
+            if status != 201:
+                raise BenchError(f"minik pod create probe: {status} {body[:500]!r}")
+        for round_ in range(rounds):
+            for name, measure in zip(names, (
+                    lambda: etcd_puts(etcd_url, tmp, seconds, threads, round_),
+                    lambda: pod_creates(same_url, tmp, seconds, threads, False),
+                    lambda: pod_creates(distinct_url, tmp, seconds, threads, True))):
+                results[name].append(measure())
+                print(f"    round {round_ + 1}/{rounds} {name}: {describe(results[name][-1])}", file=sys.stderr,
+                      flush=True)
+        out = {name: combine(results[name]) for name in names}
+        out["etcd puts"]["keys_stored"] = etcd_keys(etcd_url)
+        for name, url in (("minik pod creates", same_url), ("minik distinct pod creates", distinct_url)):
+            stored = count_pods(url)
+            result = out[name]
+            result["pods_listed"] = None if stored is None else stored - 1  # minus the probe
+            # requests still in flight when wrk stops may commit without being counted: up to one per connection
+            listed = result["pods_listed"]
+            if listed is not None and not result["ok"] <= listed <= result["ok"] + CONNECTIONS * rounds:
+                result["mismatch"] = f"wrk counted {result['ok']} creates (201) but the list has {listed}"
+        return out
 
 
 def bench_gets(url: str, tmp: Path, duration: float, threads: int) -> dict[str, Any]:
@@ -723,6 +772,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per measurement (default 10)")
     parser.add_argument("--json", type=Path, default=None, help="also write the table and details as JSON here")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="interleaved rounds of etcd puts and minik creates (default 3; each gets "
+                             "duration / rounds seconds, at least 3)")
     parser.add_argument("--wrk-threads", type=int, default=1, help="wrk threads (default 1; 32 connections)")
     parser.add_argument("--_hello-server", dest="hello_server", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--_watch-client", dest="watch_client", nargs=3, help=argparse.SUPPRESS)
@@ -757,9 +809,12 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="bench-api-") as tmp_name:
         tmp = Path(tmp_name)
-        step("etcd puts", bench_etcd, tmp, duration, threads)
-        step("minik pod creates", bench_creates, tmp, duration, threads)
-        step("minik distinct pod creates", bench_creates, tmp, duration, threads, True)
+        writes = step("etcd puts and minik pod creates", bench_writes, tmp, duration, threads, args.rounds)
+        for name in ("etcd puts", "minik pod creates", "minik distinct pod creates"):
+            details[name] = writes.get(name, writes)
+            if "ok_per_second" in details[name]:
+                print(f"    {name}: {describe(details[name])}", file=sys.stderr, flush=True)
+        del details["etcd puts and minik pod creates"]
         step("aiohttp hello", bench_hello, duration, threads, tmp)
         try:
             with minik(tmp, "gets-watch") as url:
@@ -835,7 +890,13 @@ def main() -> int:
                      f"{watch['per_watcher_max']:,}), p90 {watch['p90_ms']:.2f} ms, p99.9 {watch['p999_ms']:.2f} ms, "
                      f"max {watch['max_ms']:.2f} ms; writer create p50 {fmt(writer.get('create_p50_ms'), 2)} ms, "
                      f"p99 {fmt(writer.get('create_p99_ms'), 2)} ms")
-    for name in ("etcd puts", "minik pod creates", "minik distinct pod creates", "aiohttp hello", "minik pod gets", "minik watch"):
+    per_round = [d.get("rounds_per_second") for d in (etcd, creates, distinct)]
+    if all(per_round) and all(per_round[0]):
+        pairs = zip(*per_round)
+        notes.append("per round (etcd puts/s, creates/s, distinct creates/s: ratios): " + "; ".join(
+            f"{e:,}, {c:,}, {d:,}: {c / e:.2f}, {d / e:.2f}" for e, c, d in pairs))
+    for name in ("etcd puts", "minik pod creates", "minik distinct pod creates", "aiohttp hello", "minik pod gets",
+                 "minik watch"):
         d = details[name]
         if "error" in d:
             notes.append(f"{name}: FAILED: {d['error']}")
