@@ -156,3 +156,23 @@ async def test_a_costly_fan_out_makes_the_writes_behind_it_share_the_next_commit
     finally:
         await store.close()
     assert published == batches
+
+
+async def test_the_log_has_one_index_besides_its_row_id_even_in_a_data_directory_made_before(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    with sqlite3.connect(path) as old:  # the schema of earlier versions had a second, unique index
+        old.executescript("CREATE TABLE log (rev INTEGER PRIMARY KEY, key TEXT NOT NULL, type INTEGER NOT NULL, "
+                          "create_rev INTEGER NOT NULL, prev_rev INTEGER NOT NULL, ts REAL NOT NULL, value BLOB "
+                          "NOT NULL); CREATE UNIQUE INDEX log_key_prev ON log (key, prev_rev);")
+    store = await Store.open(StoreSettings(path=path))
+    try:
+        record = await store.create("/configmaps/default/a", {"metadata": {"name": "a"}})
+        await store.delete("/configmaps/default/a")
+        await store.create("/configmaps/default/a", {"metadata": {"name": "a"}})  # chained to the deletion
+    finally:
+        await store.close()
+    with sqlite3.connect(path) as check:
+        indexes = [row[0] for row in check.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'log'")]
+        assert indexes == ["log_key_rev"]
+        assert check.execute("SELECT COUNT(*) FROM log").fetchone() == (record.mod_revision + 2,)
