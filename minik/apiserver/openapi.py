@@ -12,13 +12,13 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-import orjson
 
 from minik.api import schema
 from minik.api.errors import StatusError
 from minik.api.registry import Registry, ResourceType
 from minik.apiserver.discovery import KUBERNETES_MAJOR, KUBERNETES_MINOR, served_subresources
 from minik.apiserver.request import ApiResponse
+from minik.jsonbytes import dumps_kept
 
 Obj = dict[str, Any]
 
@@ -119,10 +119,10 @@ class OpenApi:
             for group, versions in self.registry.group_versions().items():
                 for version in versions:
                     path = f"apis/{group}/{version}" if group else f"api/{version}"
-                    documents[path] = orjson.dumps(self.group_version_document(group, version))
+                    documents[path] = dumps_kept(self.group_version_document(group, version))
             paths = {path: {"serverRelativeURL": f"{ROOT}/{path}?hash={document_hash(body)}"}
                      for path, body in documents.items()}
-            self._root = orjson.dumps({"paths": paths})
+            self._root = dumps_kept({"paths": paths})
             self._documents = documents
         return self._documents
 

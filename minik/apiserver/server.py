@@ -35,6 +35,7 @@ from minik.apiserver.rest import ResourceRest
 from minik.apiserver.services import (DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR, MASTER_NAMESPACE, MASTER_SERVICE,
                                       ServiceAllocations, master_endpoints)
 from minik.apiserver.watch import WatchStream
+from minik.jsonbytes import dumps_kept
 from minik.store import ObjectTooLarge, Record, Store
 
 log = structlog.get_logger("minik.apiserver")
@@ -125,7 +126,7 @@ class ApiServer:
                 docs[path] = discovery.resource_list(self.registry, group, version)
             if group:
                 docs[f"/apis/{group}"] = discovery.api_group(group, versions)
-        return {path: orjson.dumps(doc) for path, doc in docs.items()}
+        return {path: dumps_kept(doc) for path, doc in docs.items()}
 
     async def bootstrap(self) -> None:
         """Create the namespaces and priority classes every cluster has, repair the Service allocations, then report

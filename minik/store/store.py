@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 import aiosqlite
-import orjson
 import structlog
 
 from minik.aio import stop_task
+from minik.jsonbytes import dumps_kept
 from minik.store import schema
 from minik.store.errors import (Compacted, Conflict, FutureRevision, KeyExists, KeyNotFound, ObjectTooLarge,
                                 StoreClosed, StoreError)
@@ -448,7 +448,7 @@ class Store:
                     assert write.obj is not None
                     revision += 1
                     _set_revision(write.obj, revision)
-                    raw = orjson.dumps(write.obj)
+                    raw = dumps_kept(write.obj)
                     if len(raw) > self.settings.max_object_bytes:
                         revision -= 1
                         raise ObjectTooLarge(key, len(raw), self.settings.max_object_bytes)
@@ -468,7 +468,7 @@ class Store:
                             continue
                         revision += 1
                         _set_revision(write.obj, revision)
-                        raw = orjson.dumps(write.obj)
+                        raw = dumps_kept(write.obj)
                         if len(raw) > self.settings.max_object_bytes:
                             revision -= 1
                             raise ObjectTooLarge(key, len(raw), self.settings.max_object_bytes)
@@ -477,7 +477,7 @@ class Store:
                         last = current.object()
                         revision += 1
                         _set_revision(last, revision)
-                        raw = orjson.dumps(last)
+                        raw = dumps_kept(last)
                         record = Record(key, raw, revision, current.create_revision)
                     rows.append((revision, key, int(write.type), current.create_revision, current.mod_revision, now, raw))
                     events.append(Event(write.type, key, revision, raw, current.raw))

@@ -21,6 +21,8 @@ from typing import Any, Generic, TypeVar
 
 import orjson
 
+from minik.jsonbytes import kept
+
 T = TypeVar("T")
 
 #: specs remembered per question; a memo starts over when full (as the validation memos of names do)
@@ -79,7 +81,9 @@ class SpecMemo(Generic[T]):
             return
         if len(self._answers) >= self._size:
             self._answers.clear()
-        self._answers[key] = answer
+        if isinstance(answer, bytes):
+            answer = kept(answer)  # type: ignore[assignment] # the same type: bytes
+        self._answers[kept(key)] = answer
 
     def __len__(self) -> int:
         return len(self._answers)
