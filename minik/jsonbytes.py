@@ -22,4 +22,4 @@ def kept(raw: bytes) -> bytes:
 
 def dumps_kept(obj: Any) -> bytes:
     """``orjson.dumps(obj)``, to be kept."""
-    return bytes(memoryview(orjson.dumps(obj)))
+    return kept(orjson.dumps(obj))

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-
 from minik.api import schema
 from minik.api.errors import StatusError
 from minik.api.registry import Registry, ResourceType

@@ -479,7 +479,8 @@ class Store:
                         _set_revision(last, revision)
                         raw = dumps_kept(last)
                         record = Record(key, raw, revision, current.create_revision)
-                    rows.append((revision, key, int(write.type), current.create_revision, current.mod_revision, now, raw))
+                    rows.append((revision, key, int(write.type), current.create_revision, current.mod_revision, now,
+                                 raw))
                     events.append(Event(write.type, key, revision, raw, current.raw))
                 if write.type is EventType.DELETED:
                     overlay[key] = None

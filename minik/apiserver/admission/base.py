@@ -7,8 +7,8 @@ authenticate -> authorize -> decode -> admit (mutating, then validating) -> vali
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from minik.api.registry import Registry, ResourceType

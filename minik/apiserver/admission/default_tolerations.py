@@ -42,4 +42,3 @@ class DefaultTolerationSeconds:
                  for key, seconds in self.defaults if not any(_tolerates_key(t, key) for t in tolerations)]
         if added:
             spec["tolerations"] = tolerations + added
-

@@ -31,4 +31,3 @@ class ServiceAccount:
             return
         if not spec.get("serviceAccountName") and not spec.get("serviceAccount"):
             spec["serviceAccountName"] = spec["serviceAccount"] = DEFAULT_SERVICE_ACCOUNT
-
