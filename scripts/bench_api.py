@@ -2,7 +2,9 @@
 """API benchmarks, each figure next to an anchor measured in the same run on the same machine.
 
 1. minik pod creates/s (HTTP, 32 connections, sync FULL)  vs  etcd 3.4 puts/s (HTTP/JSON gateway, 1 KiB values);
-   the pods share one spec, as a ReplicaSet's do; a second run gives each pod a spec of its own
+   the pods share one spec, as a ReplicaSet's do; a second run gives each pod a spec of its own; a third, on a
+   server of its own, creates them beside 100 watches selecting pods by spec.nodeName (as kubelets watch),
+   against the same server's creates/s without those watches
 2. minik pod gets/s (32 connections)                      vs  a bare aiohttp hello-world app's requests/s
 3. watch delivery latency p50/p99: 100 watchers (a separate process, each a bare asyncio protocol reading the
    chunked body) while a paced writer (bare keep-alive connections, like the watchers) makes 1,000 configmap
@@ -505,8 +507,9 @@ class WatchReader(asyncio.Protocol):
         self.buffer = buf[pos:] if pos < size_total else b""
 
 
-async def watch_client(url: str, resource_version: str, watchers: int) -> None:
-    """Child process: open the watches, say READY, count until STOP on stdin, print one JSON line of results."""
+async def watch_client(url: str, path: str, watchers: int) -> None:
+    """Child process: open the watches (``path``, its "{i}" replaced by each watcher's number), say READY, count
+    until STOP on stdin, print one JSON line of results."""
     from urllib.parse import urlsplit
 
     latencies: list[int] = []
@@ -516,8 +519,10 @@ async def watch_client(url: str, resource_version: str, watchers: int) -> None:
     failed = asyncio.Event()
     parts = urlsplit(url)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
-    path = f"/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={resource_version}"
-    request = (f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: application/json\r\n\r\n").encode()
+
+    def request(i: int) -> bytes:
+        return (f"GET {path.replace('{i}', str(i))} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+                f"Accept: application/json\r\n\r\n").encode()
 
     def on_ready(ok: bool) -> None:
         if not ok:
@@ -538,9 +543,9 @@ async def watch_client(url: str, resource_version: str, watchers: int) -> None:
 
     threading.Thread(target=read_stdin, daemon=True).start()
     connections: list[tuple[asyncio.Transport, WatchReader]] = []
-    for _ in range(watchers):
+    for i in range(watchers):
         transport, protocol = await loop.create_connection(
-            lambda: WatchReader(request, latencies, on_ready, errors), host, port)
+            lambda: WatchReader(request(i), latencies, on_ready, errors), host, port)
         connections.append((transport, protocol))  # type: ignore[arg-type]
     waiters = [asyncio.create_task(all_ready.wait()), asyncio.create_task(failed.wait())]
     await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED, timeout=60)
@@ -717,12 +722,11 @@ async def paced_writer(url: str, duration: float, rate: int) -> dict[str, Any]:
             "create_p99_ms": latencies[int(len(latencies) * 0.99)] * 1000 if latencies else None}
 
 
-def bench_watch(url: str, duration: float) -> dict[str, Any]:
-    status, body = http("GET", url + "/api/v1/namespaces/default/configmaps?limit=1")
-    if status != 200:
-        raise BenchError(f"minik configmap list: {status} {body[:500]!r}")
-    rv = json.loads(body)["metadata"]["resourceVersion"]
-    args = [sys.executable, __file__, "--_watch-client", url, rv, str(WATCHERS)]
+@contextlib.contextmanager
+def watch_clients(url: str, path: str, watchers: int) -> Iterator[dict[str, Any]]:
+    """``watchers`` watches of ``path`` open in a child process (watch_client) while the block runs; the dict it
+    yields gets the child's results when the block ends (after a second for the last events to arrive)."""
+    args = [sys.executable, __file__, "--_watch-client", url, path, str(watchers)]
     # the client's stderr goes to a file, not a pipe nobody reads while it runs (a full pipe would stall it)
     with tempfile.TemporaryFile(mode="w+") as errors, \
             spawned(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, text=True) as proc:
@@ -734,21 +738,48 @@ def bench_watch(url: str, duration: float) -> dict[str, Any]:
         line = proc.stdout.readline()
         if not line.startswith("READY"):
             raise BenchError(f"watch client: {line.strip()!r} {tail() if proc.poll() is not None else ''}")
-        writer = run_loop(paced_writer(url, duration, WRITE_RATE))
-        # let the last events arrive, then stop the watchers
+        result: dict[str, Any] = {}
+        yield result
         time.sleep(1.0)
         proc.stdin.write("STOP\n")
         proc.stdin.flush()
-        result: dict[str, Any] | None = None
         for line in proc.stdout:
             if line.startswith("RESULT "):
-                result = json.loads(line[len("RESULT "):])
+                result.update(json.loads(line[len("RESULT "):]))
                 break
-        if result is None:
+        else:
             raise BenchError(f"watch client gave no result: {tail()}")
+
+
+def bench_watch(url: str, duration: float) -> dict[str, Any]:
+    status, body = http("GET", url + "/api/v1/namespaces/default/configmaps?limit=1")
+    if status != 200:
+        raise BenchError(f"minik configmap list: {status} {body[:500]!r}")
+    rv = json.loads(body)["metadata"]["resourceVersion"]
+    with watch_clients(url, f"/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}",
+                       WATCHERS) as result:
+        writer = run_loop(paced_writer(url, duration, WRITE_RATE))
     result["writer"] = writer
     result["expected_deliveries"] = writer["ok"] * WATCHERS
     return result
+
+
+def bench_node_watches(tmp: Path, duration: float, threads: int) -> dict[str, Any]:
+    """Pod creates/s while 100 watches select pods by spec.nodeName, one node each, as kubelets watch (none of
+    these pods is on their nodes, so each watch only tests and drops every event), against the creates/s of the
+    same server without them: slices without, with, and without again (the anchor is the mean of the two)."""
+    seconds = max(MIN_SLICE_SECONDS, duration / 3)
+    with minik(tmp, "node-watches") as url:
+        before = pod_creates(url, tmp, seconds, threads, False)
+        with watch_clients(url, "/api/v1/pods?watch=true&fieldSelector=spec.nodeName%3Dnode-{i}",
+                           WATCHERS) as watched:
+            during = pod_creates(url, tmp, seconds, threads, False)
+        after = pod_creates(url, tmp, seconds, threads, False)
+    if watched.get("errors") or watched.get("deliveries"):
+        raise BenchError(f"node watches: {watched}")
+    without = [r.get("ok_per_second") for r in (before, after)]
+    return {**during, "without_per_second": statistics.mean(without) if all(without) else None,
+            "without_slices": without}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -783,8 +814,8 @@ def main() -> int:
         hello_server(args.hello_server)
         return 0
     if args.watch_client is not None:
-        url, rv, n = args.watch_client
-        run_loop(watch_client(url, rv, int(n)))
+        url, path, n = args.watch_client
+        run_loop(watch_client(url, path, int(n)))
         return 0
     for tool in ("etcd", "wrk"):
         if shutil.which(tool) is None:
@@ -816,6 +847,7 @@ def main() -> int:
                 print(f"    {name}: {describe(details[name])}", file=sys.stderr, flush=True)
         del details["etcd puts and minik pod creates"]
         step("aiohttp hello", bench_hello, duration, threads, tmp)
+        step("minik pod creates beside node watches", bench_node_watches, tmp, duration, threads)
         try:
             with minik(tmp, "gets-watch") as url:
                 step("minik pod gets", bench_gets, url, tmp, duration, threads)
@@ -837,6 +869,8 @@ def main() -> int:
     distinct = details["minik distinct pod creates"]
     distinct_rate = None if distinct.get("mismatch") else distinct.get("ok_per_second")
     p50, p99 = watch.get("p50_ms"), watch.get("p99_ms")
+    nodes = details["minik pod creates beside node watches"]
+    nodes_rate, nodes_anchor = nodes.get("ok_per_second"), nodes.get("without_per_second")
     rows = [
         {"figure": "minik pod creates/s (HTTP, 32 conns, sync FULL)", "value": create_rate,
          "anchor": "etcd 3.4 puts/s (HTTP gateway, 1 KiB, 32 conns)", "anchor_value": etcd_rate,
@@ -844,6 +878,9 @@ def main() -> int:
         {"figure": "  the same, every pod's spec distinct", "value": distinct_rate,
          "anchor": "etcd 3.4 puts/s (as above)", "anchor_value": etcd_rate,
          "ratio": ratio(distinct_rate, etcd_rate), "goal": None, "met": None},
+        {"figure": "  the same, beside 100 watches by spec.nodeName", "value": nodes_rate,
+         "anchor": "the same server without them", "anchor_value": nodes_anchor,
+         "ratio": ratio(nodes_rate, nodes_anchor), "goal": None, "met": None},
         {"figure": "minik pod gets/s (one pod, 32 conns)", "value": get_rate,
          "anchor": "aiohttp hello-world req/s (32 conns)", "anchor_value": hello_rate,
          "ratio": r_get, "goal": None, "met": None},
@@ -890,13 +927,16 @@ def main() -> int:
                      f"{watch['per_watcher_max']:,}), p90 {watch['p90_ms']:.2f} ms, p99.9 {watch['p999_ms']:.2f} ms, "
                      f"max {watch['max_ms']:.2f} ms; writer create p50 {fmt(writer.get('create_p50_ms'), 2)} ms, "
                      f"p99 {fmt(writer.get('create_p99_ms'), 2)} ms")
+    if nodes.get("without_slices"):
+        notes.append("beside node watches: creates/s without them, before and after: " +
+                     ", ".join(fmt(x) for x in nodes["without_slices"]))
     per_round = [d.get("rounds_per_second") for d in (etcd, creates, distinct)]
     if all(per_round) and all(per_round[0]):
         pairs = zip(*per_round)
         notes.append("per round (etcd puts/s, creates/s, distinct creates/s: ratios): " + "; ".join(
             f"{e:,}, {c:,}, {d:,}: {c / e:.2f}, {d / e:.2f}" for e, c, d in pairs))
-    for name in ("etcd puts", "minik pod creates", "minik distinct pod creates", "aiohttp hello", "minik pod gets",
-                 "minik watch"):
+    for name in ("etcd puts", "minik pod creates", "minik distinct pod creates",
+                 "minik pod creates beside node watches", "aiohttp hello", "minik pod gets", "minik watch"):
         d = details[name]
         if "error" in d:
             notes.append(f"{name}: FAILED: {d['error']}")

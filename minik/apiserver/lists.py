@@ -85,20 +85,42 @@ def parse_list_options(query: Mapping[str, str], resource: ResourceType, name: s
     )
 
 
-def object_predicate(options: ListOptions, resource: ResourceType) -> ObjectPredicate | None:
-    """A test of one object against the selectors, or None when they select everything."""
+def object_predicate(options: ListOptions, resource: ResourceType, *, shared: bool = False
+                     ) -> ObjectPredicate | None:
+    """A test of one object against the selectors, or None when they select everything. ``shared``: the objects
+    it is given are tested by other selectors too, unchanged (a watch event's), so field sets are remembered for
+    a while by the object's identity and worked out once for all of them."""
     labels, fields = options.label_selector, options.field_selector
     if labels.empty and fields.empty:
         return None
     field_set = resource.strategy.field_set
+    recent = _recent_field_sets
 
     def matches(obj: Obj) -> bool:
         meta = obj.get("metadata") or {}
         if not labels.empty and not labels.matches(meta.get("labels") or {}):
             return False
-        return fields.empty or fields.matches(field_set(obj))
+        if fields.empty:
+            return True
+        if not shared:
+            return fields.matches(field_set(obj))
+        entry = recent.get(id(obj))
+        if entry is not None and entry[0] is obj:
+            return fields.matches(entry[1])
+        selectable = field_set(obj)
+        if len(recent) >= _RECENT_FIELD_SETS:
+            recent.clear()
+        recent[id(obj)] = (obj, selectable)
+        return fields.matches(selectable)
 
     return matches
+
+
+#: the field sets of the objects tested last by shared predicates, by the object's identity (the object is held so
+#: that its id stays its own): a watch event's object, decoded once, is tested by every watcher's selector in turn
+#: (kubelets by spec.nodeName), and its field set is worked out once for all of them
+_recent_field_sets: dict[int, tuple[Obj, dict[str, str]]] = {}
+_RECENT_FIELD_SETS = 64
 
 
 # -- continue tokens ------------------------------------------------------------------------------------------

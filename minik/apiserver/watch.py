@@ -40,6 +40,39 @@ def _with_revision(raw: bytes, revision: int) -> bytes:
     return orjson.dumps(obj)
 
 
+class _SharedDecodes:
+    """The objects of the events being encoded for watchers with selectors, decoded once for all of them.
+
+    The store hands a commit's events to every watcher of a prefix as one list, so while encode_batch is called
+    with the same list, an event's JSON decoded for one watcher's selector serves the next: a hundred kubelets
+    watching pods by ``spec.nodeName`` cost one decode of each pod event, not a hundred. The selectors only read
+    what they are given. At most ``LIMIT`` objects are kept, and only until a different list comes."""
+
+    LIMIT = 256
+
+    def __init__(self) -> None:
+        self.events: list[Event] | None = None
+        #: id(raw) -> (raw, its object); the raw bytes are held so that their id stays theirs
+        self.objects: dict[int, tuple[bytes, dict[str, Any]]] = {}
+
+    def use(self, events: list[Event]) -> None:
+        if events is not self.events:
+            self.events = events
+            self.objects.clear()
+
+    def decode(self, raw: bytes) -> dict[str, Any]:
+        entry = self.objects.get(id(raw))
+        if entry is not None and entry[0] is raw:
+            return entry[1]
+        obj: dict[str, Any] = orjson.loads(raw)
+        if len(self.objects) < self.LIMIT:
+            self.objects[id(raw)] = (raw, obj)
+        return obj
+
+
+_shared = _SharedDecodes()
+
+
 def translate(event: Event, predicate: ObjectPredicate | None) -> bytes | None:
     """The line a watcher with ``predicate`` gets for ``event``, or None when the event is not for it."""
     kind = _TYPES[event.type]
@@ -48,12 +81,13 @@ def translate(event: Event, predicate: ObjectPredicate | None) -> bytes | None:
         if line is None:
             line = event.encoded = event_line(kind, event.raw)
         return line
-    now = predicate(orjson.loads(event.raw))
+    decode = _shared.decode
+    now = predicate(decode(event.raw))
     if event.type is EventType.ADDED:
         return event_line(kind, event.raw) if now else None
     if event.type is EventType.DELETED:
         return event_line(kind, event.raw) if now else None
-    before = predicate(orjson.loads(event.prev_raw)) if event.prev_raw is not None else now
+    before = predicate(decode(event.prev_raw)) if event.prev_raw is not None else now
     if now and before:
         return event_line(b"MODIFIED", event.raw)
     if now:
@@ -77,6 +111,7 @@ def encode_batch(events: list[Event], predicate: ObjectPredicate | None) -> byte
         body = b"".join([translate(e, None) or b"" for e in events])
         _last_batch = (events, body)
         return body
+    _shared.use(events)
     return b"".join([line for line in (translate(e, predicate) for e in events) if line is not None])
 
 
@@ -93,7 +128,7 @@ class WatchStream:
         self.resource = resource
         self.prefix = resource.prefix(namespace)
         self.options = options
-        self.predicate = object_predicate(options, resource)
+        self.predicate = object_predicate(options, resource, shared=True)
         self.bookmark_interval = bookmark_interval
         self.watcher: Watcher | None = None
         self.initial: list[Record] = []

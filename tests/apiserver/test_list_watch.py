@@ -136,6 +136,75 @@ async def test_watch_with_a_selector_sees_objects_enter_and_leave_it(http) -> No
     assert [e["type"] for e in events] == ["ADDED", "MODIFIED", "DELETED"]
 
 
+async def test_live_watchers_with_different_field_selectors_each_see_their_own_transitions(http) -> None:
+    pods = "/api/v1/namespaces/default/pods"
+    created = await http.post(pods, {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c",
+                                                                                           "image": "busybox"}]}})
+    rv = created[1]["metadata"]["resourceVersion"]
+    selectors = ["spec.nodeName=", "spec.nodeName=n1", "spec.nodeName=n2", "spec.nodeName!=n1",
+                 "spec.nodeName=n1,status.phase=Pending", "metadata.name=other"]
+    expected = {"spec.nodeName=": ["DELETED"], "spec.nodeName=n1": ["ADDED", "MODIFIED"],
+                "spec.nodeName!=n1": ["DELETED"], "spec.nodeName=n1,status.phase=Pending": ["ADDED", "MODIFIED"]}
+    watching = {selector: asyncio.create_task(read_events(http, pods, len(expected.get(selector, [])) or 1,
+                                                          resourceVersion=rv, fieldSelector=selector))
+                for selector in selectors}
+    await asyncio.sleep(0.3)  # every watch is open and waiting: the commits go to all of them at once
+    assert (await http.post(f"{pods}/p/binding", {"target": {"name": "n1"}}))[0] == 201
+    assert (await http.patch(f"{pods}/p", {"metadata": {"labels": {"x": "y"}}}))[0] == 200
+    await http.post(pods, {"metadata": {"name": "other"}, "spec": {"containers": [{"name": "c", "image": "b"}]}})
+    for selector, task in watching.items():
+        if selector in expected:
+            events = await asyncio.wait_for(task, 5)
+            assert [e["type"] for e in events] == expected[selector], selector
+            assert all(e["object"]["metadata"]["name"] == "p" for e in events)
+        else:  # these see only the other pod, or nothing at all
+            done, _ = await asyncio.wait({task}, timeout=0.5)
+            events = task.result() if done else []
+            if not done:
+                task.cancel()
+            assert all(e["object"]["metadata"]["name"] == "other" for e in events), selector
+            assert (selector == "metadata.name=other") == bool(events), selector
+
+
+def test_an_event_is_decoded_and_its_fields_worked_out_once_for_every_watcher_with_a_selector(monkeypatch: pytest.MonkeyPatch) -> None:
+    from multidict import MultiDict
+
+    from minik.api.resources import REGISTRY
+    from minik.apiserver import watch
+    from minik.apiserver.lists import object_predicate, parse_list_options
+    from minik.store import Event, EventType
+
+    pods = REGISTRY.get("", "v1", "pods")
+    assert pods is not None
+    field_sets: list[str] = []
+    field_set = pods.strategy.field_set
+
+    def counted_field_set(obj: dict[str, Any]) -> dict[str, str]:
+        field_sets.append((obj.get("spec") or {}).get("nodeName"))
+        return field_set(obj)
+
+    monkeypatch.setattr(pods.strategy, "field_set", counted_field_set)
+    predicates = [object_predicate(parse_list_options(MultiDict(fieldSelector=f"spec.nodeName=n{i}"), pods), pods,
+                                   shared=True) for i in range(50)]
+    field_sets.clear()  # parsing a selector asks for the kind's field names
+    before = orjson.dumps({"metadata": {"name": "p", "namespace": "default"}, "spec": {"nodeName": ""}})
+    after = orjson.dumps({"metadata": {"name": "p", "namespace": "default"}, "spec": {"nodeName": "n7"}})
+    decoded: list[bytes] = []
+
+    def loads(raw: bytes) -> Any:
+        decoded.append(raw)
+        return orjson.loads(raw)
+
+    monkeypatch.setattr(watch, "orjson", type("Counting", (), {"loads": staticmethod(loads),
+                                                               "dumps": staticmethod(orjson.dumps)}))
+    events = [Event(EventType.MODIFIED, "/pods/default/p", 9, after, before)]  # one commit's list, as the store
+    lines = [watch.encode_batch(events, predicate) for predicate in predicates]
+    assert [i for i, line in enumerate(lines) if line] == [7]
+    assert orjson.loads(lines[7])["type"] == "ADDED"
+    assert sorted(decoded) == sorted([after, before])  # once each, not fifty times
+    assert sorted(field_sets) == ["", "n7"]  # and their selectable fields worked out once each too
+
+
 async def test_watch_of_one_object_by_name(http) -> None:
     a = await make(http, "a")
     await make(http, "b")
