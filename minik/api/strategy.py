@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from minik.api.errors import Cause
 from minik.api import validation
 
@@ -93,6 +95,15 @@ class Strategy:
         """The fields a fieldSelector may name for this kind (metadata.name, metadata.namespace always)."""
         meta = obj.get("metadata", {})
         return {"metadata.name": meta.get("name", ""), "metadata.namespace": meta.get("namespace", "")}
+
+    #: a field of ``field_set`` by whose exact value watches are indexed: a watch whose field selector requires
+    #: it gets only the events of objects that have that value before or after the write (Kubernetes' watch cache
+    #: indexes pods by spec.nodeName so, for the kubelets' watches)
+    trigger_field: str | None = None
+
+    def trigger_value(self, raw: bytes) -> str:
+        """The ``trigger_field``'s value of an object given as JSON, as ``field_set`` reads it."""
+        return self.field_set(orjson.loads(raw)).get(self.trigger_field or "", "")
 
     #: a DELETE without a propagation policy orphans the object's dependents (Kubernetes' DefaultGarbageCollection
     #: Policy OrphanDependents, kept by core/v1 ReplicationControllers and batch/v1 Jobs for compatibility)

@@ -17,7 +17,7 @@ from minik.api.errors import StatusError, expired, timeout
 from minik.api.registry import ResourceType
 from minik.apiserver.lists import ListOptions, ObjectPredicate, object_predicate
 from minik.apiserver.rest import parse_resource_version
-from minik.store import Compacted, Event, EventType, FutureRevision, Record, Store, Watcher
+from minik.store import Compacted, Event, EventType, FutureRevision, Record, Store, Trigger, Watcher
 
 DEFAULT_TIMEOUT_SECONDS = 1800
 BOOKMARK_INTERVAL_SECONDS = 30.0
@@ -129,6 +129,9 @@ class WatchStream:
         self.prefix = resource.prefix(namespace)
         self.options = options
         self.predicate = object_predicate(options, resource, shared=True)
+        strategy = resource.strategy
+        wanted = options.field_selector.exact(strategy.trigger_field) if strategy.trigger_field else None
+        self.trigger = Trigger(strategy.trigger_value, wanted) if wanted is not None else None
         self.bookmark_interval = bookmark_interval
         self.watcher: Watcher | None = None
         self.initial: list[Record] = []
@@ -145,11 +148,11 @@ class WatchStream:
             if initial_events:
                 if wanted:
                     await self.store.wait_for_revision(wanted)
-                self.initial, self.watcher = self.store.snapshot_and_watch(self.prefix)
+                self.initial, self.watcher = self.store.snapshot_and_watch(self.prefix, self.trigger)
             else:
                 assert wanted is not None
                 await self.store.wait_for_revision(wanted)
-                self.watcher = self.store.watch(self.prefix, wanted)
+                self.watcher = self.store.watch(self.prefix, wanted, self.trigger)
         except Compacted as exc:
             self.error = expired(f"too old resource version: {exc.requested} ({exc.compact_revision})")
         except FutureRevision as exc:

@@ -5,10 +5,10 @@ from minik.store.errors import (Compacted, Conflict, FutureRevision, KeyExists, 
 from minik.store.records import Event, EventType, Record
 from minik.store.settings import StoreSettings
 from minik.store.store import ListResult, Store
-from minik.store.watch import Watcher
+from minik.store.watch import Trigger, Watcher
 
 __all__ = [
     "Compacted", "Conflict", "Event", "EventType", "FutureRevision", "KeyExists", "KeyNotFound", "ListResult",
     "ObjectTooLarge",
-    "Record", "Store", "StoreClosed", "StoreError", "StoreSettings", "Watcher",
+    "Record", "Store", "StoreClosed", "StoreError", "StoreSettings", "Trigger", "Watcher",
 ]

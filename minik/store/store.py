@@ -30,7 +30,7 @@ from minik.store.errors import (Compacted, Conflict, FutureRevision, KeyExists, 
 from minik.store.records import Event, EventType, Record
 from minik.store.settings import StoreSettings
 from minik.store.state import State
-from minik.store.watch import Watcher, WatchHub
+from minik.store.watch import Trigger, Watcher, WatchHub
 from minik.store.writer import WriteConnection, Writer, WriterProcess
 
 log = structlog.get_logger("minik.store")
@@ -341,8 +341,9 @@ class Store:
                 del self._pins[revision]
 
     # -- watch ---------------------------------------------------------------------------------------------
-    def watch(self, prefix: str, after: int) -> Watcher:
-        """Every event under ``prefix`` with a revision greater than ``after``, then live events, in order.
+    def watch(self, prefix: str, after: int, trigger: Trigger | None = None) -> Watcher:
+        """Every event under ``prefix`` with a revision greater than ``after``, then live events, in order; with
+        a ``trigger``, the live events only where the object has the wanted value before or after the write.
 
         Raises Compacted when ``after`` is older than the compacted history and FutureRevision when it is newer
         than the store (callers wait with ``wait_for_revision`` first when they want to).
@@ -358,13 +359,13 @@ class Store:
                 if event.key.startswith(prefix):
                     backlog.append(event)
             backlog.reverse()
-            return self._hub.subscribe(prefix, after, backlog)
-        return self._hub.subscribe(prefix, after, [], self._replay(prefix, after, self._revision))
+            return self._hub.subscribe(prefix, after, backlog, trigger=trigger)
+        return self._hub.subscribe(prefix, after, [], self._replay(prefix, after, self._revision), trigger)
 
-    def snapshot_and_watch(self, prefix: str) -> tuple[list[Record], Watcher]:
+    def snapshot_and_watch(self, prefix: str, trigger: Trigger | None = None) -> tuple[list[Record], Watcher]:
         """The current objects under ``prefix`` and a watcher for every change after them, taken atomically."""
         result = self._list_current(prefix, None, 0, None)
-        return result.items, self.watch(prefix, result.revision)
+        return result.items, self.watch(prefix, result.revision, trigger)
 
     async def _replay(self, prefix: str, after: int, upto: int) -> AsyncIterator[list[Event]]:
         end = prefix_end(prefix)

@@ -18,6 +18,8 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 import structlog
 
@@ -29,6 +31,19 @@ log = structlog.get_logger("minik.store.watch")
 #: them was delivered then, and they are queued for the consumer instead)
 Sink = Callable[[list[Event]], bool]
 
+#: an object's value of one indexed field, from its JSON (a pod's spec.nodeName)
+TriggerValue = Callable[[bytes], str]
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """A watcher that can only ever want objects whose ``value`` (say, their spec.nodeName) is ``wanted``, before
+    or after a write: the hub hands it only the events where one of the two is, as Kubernetes' watch cache does
+    with its trigger functions, instead of every event of its prefix for its selector to drop."""
+
+    value: TriggerValue
+    wanted: str
+
 
 class Watcher:
     """An async iterator of events under one key prefix, after a revision.
@@ -38,9 +53,10 @@ class Watcher:
     """
 
     def __init__(self, hub: "WatchHub", prefix: str, start_revision: int, buffer: int,
-                 replay: AsyncIterator[list[Event]] | None) -> None:
+                 replay: AsyncIterator[list[Event]] | None, trigger: Trigger | None = None) -> None:
         self._hub = hub
         self.prefix = prefix
+        self.trigger = trigger
         self.start_revision = start_revision
         #: the revision of the newest event handed out so far
         self.revision = start_revision
@@ -184,29 +200,68 @@ class Watcher:
                 self._parked = False
 
 
+@dataclass
+class _Group:
+    """The watchers of one prefix (insertion-ordered dicts used as sets): those that take every event, and those
+    with a trigger, by the trigger's value function and then the value they want."""
+
+    every: dict[Watcher, None] = field(default_factory=dict)
+    indexed: dict[TriggerValue, dict[str, dict[Watcher, None]]] = field(default_factory=dict)
+
+    def add(self, watcher: Watcher) -> None:
+        trigger = watcher.trigger
+        if trigger is None:
+            self.every[watcher] = None
+        else:
+            self.indexed.setdefault(trigger.value, {}).setdefault(trigger.wanted, {})[watcher] = None
+
+    def remove(self, watcher: Watcher) -> None:
+        trigger = watcher.trigger
+        if trigger is None:
+            self.every.pop(watcher, None)
+            return
+        by_value = self.indexed.get(trigger.value)
+        if by_value is None:
+            return
+        wanting = by_value.get(trigger.wanted)
+        if wanting is not None:
+            wanting.pop(watcher, None)
+            if not wanting:
+                del by_value[trigger.wanted]
+        if not by_value:
+            del self.indexed[trigger.value]
+
+    def __bool__(self) -> bool:
+        return bool(self.every or self.indexed)
+
+
 class WatchHub:
     """Keeps the watchers and fans each committed event out to them."""
 
     def __init__(self, buffer: int) -> None:
         self._buffer = buffer
         self._watchers: set[Watcher] = set()
-        #: the watchers by prefix (insertion-ordered dicts used as sets): a commit is matched once per prefix
-        self._by_prefix: dict[str, dict[Watcher, None]] = {}
+        #: the watchers by prefix: a commit is matched once per prefix
+        self._by_prefix: dict[str, _Group] = {}
         self._replaying: set[Watcher] = set()
 
     def __len__(self) -> int:
         return len(self._watchers)
 
     def subscribe(self, prefix: str, start_revision: int, backlog: list[Event],
-                  replay: AsyncIterator[list[Event]] | None = None) -> Watcher:
+                  replay: AsyncIterator[list[Event]] | None = None, trigger: Trigger | None = None) -> Watcher:
         """Register a watcher. Its history comes first from ``replay`` (read lazily from SQLite), then from
-        ``backlog`` (already in memory), then live. Call it in the synchronous step that fixed the backlog."""
-        watcher = Watcher(self, prefix, start_revision, self._buffer, replay)
+        ``backlog`` (already in memory), then live (with a ``trigger``, only the live events it can want). Call
+        it in the synchronous step that fixed the backlog."""
+        watcher = Watcher(self, prefix, start_revision, self._buffer, replay, trigger)
         watcher._queue.extend(backlog)
         if replay is not None:
             self._replaying.add(watcher)
         self._watchers.add(watcher)
-        self._by_prefix.setdefault(prefix, {})[watcher] = None
+        group = self._by_prefix.get(prefix)
+        if group is None:
+            group = self._by_prefix[prefix] = _Group()
+        group.add(watcher)
         return watcher
 
     def unsubscribe(self, watcher: Watcher) -> None:
@@ -214,7 +269,7 @@ class WatchHub:
         self._replaying.discard(watcher)
         group = self._by_prefix.get(watcher.prefix)
         if group is not None:
-            group.pop(watcher, None)
+            group.remove(watcher)
             if not group:
                 del self._by_prefix[watcher.prefix]
 
@@ -228,13 +283,33 @@ class WatchHub:
         return min(w.revision for w in self._replaying)
 
     def publish(self, events: list[Event]) -> None:
-        """Hand a commit's events, in revision order, to every watcher whose prefix they match."""
+        """Hand a commit's events, in revision order, to every watcher whose prefix they match (to a watcher with
+        a trigger, only those whose object wants its value before or after the write)."""
         for prefix, group in list(self._by_prefix.items()):
             matched = [event for event in events if event.key.startswith(prefix)]
-            if matched:
-                for watcher in list(group):
-                    watcher._deliver(matched)
+            if not matched:
+                continue
+            for watcher in list(group.every):
+                watcher._deliver(matched)
+            for value, by_wanted in list(group.indexed.items()):
+                for wanted, events_wanted in _by_trigger_value(matched, value, by_wanted).items():
+                    for watcher in list(by_wanted.get(wanted, ())):
+                        watcher._deliver(events_wanted)
 
     def close_all(self) -> None:
         for watcher in list(self._watchers):
             watcher.close()
+
+
+def _by_trigger_value(events: list[Event], value: TriggerValue, wanted: dict[str, Any]) -> dict[str, list[Event]]:
+    """The events each wanted value gets: those whose object has it before or after the write, in order."""
+    out: dict[str, list[Event]] = {}
+    for event in events:
+        after = value(event.raw)
+        if after in wanted:
+            out.setdefault(after, []).append(event)
+        if event.prev_raw is not None:
+            before = value(event.prev_raw)
+            if before != after and before in wanted:
+                out.setdefault(before, []).append(event)
+    return out

@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
+import orjson
 import pytest
 
-from minik.store import Compacted, Conflict, EventType, KeyExists, KeyNotFound, Store, StoreSettings
+from minik.store import (Compacted, Conflict, EventType, KeyExists, KeyNotFound, Store, StoreSettings, Trigger,
+                         Watcher)
 
 
 def pod(name: str, **spec: object) -> dict:
@@ -323,3 +325,48 @@ async def test_a_types_change_revision_moves_with_every_write_under_it_and_no_ot
     deleted = await store.delete("/core/pods/ns1/a")
     assert store.changed_at("/core/pods/") == deleted.mod_revision
     assert store.changed_at("/apps/deployments/") == opened == 0
+
+
+async def test_a_watcher_with_a_trigger_gets_only_the_events_whose_object_has_its_value_before_or_after(
+        store: Store) -> None:
+    values: list[str] = []
+
+    def node_name(raw: bytes) -> str:
+        name = str((orjson.loads(raw).get("spec") or {}).get("nodeName") or "")
+        values.append(name)
+        return name
+
+    watchers = {node: store.watch("/core/pods/", 0, Trigger(node_name, node)) for node in ("", "n1", "n2")}
+    watchers.update({f"idle-{i}": store.watch("/core/pods/", 0, Trigger(node_name, f"n{i + 10}")) for i in range(50)})
+    every = store.watch("/core/pods/", 0)
+    a = await store.create("/core/pods/ns1/a", pod("a"))  # 1: unbound
+    await store.update("/core/pods/ns1/a", pod("a", nodeName="n1"))  # 2: bound to n1
+    await store.create("/core/pods/ns1/b", pod("b", nodeName="n2"))  # 3
+    await store.update("/core/pods/ns1/a", pod("a", nodeName="n1", x=1))  # 4: stays on n1
+    await store.delete("/core/pods/ns1/b")  # 5
+    await store.delete("/core/pods/ns1/a")  # 6
+    assert a.mod_revision == 1
+    assert len(values) == 10  # each object's value read once per write (and once before it), not per watcher
+
+    async def revisions(watcher: Watcher) -> list[int]:  # every event is queued before its write is acknowledged
+        got = []
+        while (batch := await watcher.next_batch(100, timeout=0)):
+            got += [event.revision for event in batch]
+        await watcher.aclose()
+        return got
+
+    assert await revisions(watchers[""]) == [1, 2]
+    assert await revisions(watchers["n1"]) == [2, 4, 6]
+    assert await revisions(watchers["n2"]) == [3, 5]
+    assert await revisions(every) == [1, 2, 3, 4, 5, 6]
+    assert [await revisions(w) for name, w in watchers.items() if name.startswith("idle")] == [[]] * 50
+
+
+async def test_a_trigger_leaves_the_history_before_the_watch_whole(store: Store) -> None:
+    """The history replayed to a watch that starts in the past is filtered by its selector, not by the index:
+    the index only narrows the live events, after the watcher is registered."""
+    await store.create("/core/pods/ns1/a", pod("a", nodeName="n9"))
+    watcher = store.watch("/core/pods/", 0, Trigger(lambda raw: "x", "n1"))
+    batch = await watcher.next_batch(100, timeout=1)
+    await watcher.aclose()
+    assert [event.revision for event in batch] == [1]

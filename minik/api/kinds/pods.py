@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import orjson
+
 from minik.api import validation as v
 from minik.api.kinds.common import Causes, Obj, dict_at, dicts_at, list_at
 from minik.api.kinds.podspec import default_pod, pod_qos_class
@@ -189,6 +191,12 @@ class PodStrategy(Strategy):
         checked; the pod's spec is not validated again on every status write."""
         return v.validate_object_meta_update(obj.get("metadata"), old.get("metadata")) + \
             validate_pod_status(obj.get("status"))
+
+    trigger_field = "spec.nodeName"
+
+    def trigger_value(self, raw: bytes) -> str:
+        spec = orjson.loads(raw).get("spec")
+        return str(spec.get("nodeName") or "") if isinstance(spec, dict) else ""
 
     def field_set(self, obj: Obj) -> dict[str, str]:
         fields = super().field_set(obj)
