@@ -302,14 +302,19 @@ class WatchHub:
 
 
 def _by_trigger_value(events: list[Event], value: TriggerValue, wanted: dict[str, Any]) -> dict[str, list[Event]]:
-    """The events each wanted value gets: those whose object has it before or after the write, in order."""
+    """The events each wanted value gets: those whose object has it before or after the write, in order. An event
+    whose value cannot be read goes to every one of them (their selectors decide): the commit is already made, and
+    a bug in a value function must not keep its events from anyone who may want them."""
     out: dict[str, list[Event]] = {}
     for event in events:
-        after = value(event.raw)
-        if after in wanted:
-            out.setdefault(after, []).append(event)
-        if event.prev_raw is not None:
-            before = value(event.prev_raw)
-            if before != after and before in wanted:
-                out.setdefault(before, []).append(event)
+        try:
+            values = {value(event.raw)}
+            if event.prev_raw is not None:
+                values.add(value(event.prev_raw))
+        except Exception as exc:  # noqa: BLE001 - see above
+            log.error("watch trigger failed", key=event.key, error=repr(exc))
+            values = set(wanted)
+        for one in values:
+            if one in wanted:
+                out.setdefault(one, []).append(event)
     return out

@@ -370,3 +370,15 @@ async def test_a_trigger_leaves_the_history_before_the_watch_whole(store: Store)
     batch = await watcher.next_batch(100, timeout=1)
     await watcher.aclose()
     assert [event.revision for event in batch] == [1]
+
+
+async def test_an_event_whose_trigger_value_cannot_be_read_goes_to_every_triggered_watcher(store: Store) -> None:
+    def broken(raw: bytes) -> str:
+        raise ValueError("a bug in a value function")
+
+    watchers = [store.watch("/core/pods/", 0, Trigger(broken, node)) for node in ("n1", "n2")]
+    created = await store.create("/core/pods/ns1/a", pod("a"))
+    for watcher in watchers:
+        batch = await watcher.next_batch(100, timeout=0)
+        await watcher.aclose()
+        assert [event.revision for event in batch] == [created.mod_revision]
