@@ -118,7 +118,7 @@ def object_predicate(options: ListOptions, resource: ResourceType, *, shared: bo
 
 #: the field sets of the objects tested last by shared predicates, by the object's identity (the object is held so
 #: that its id stays its own): a watch event's object, decoded once, is tested by every watcher's selector in turn
-#: (kubelets by spec.nodeName), and its field set is worked out once for all of them
+#: (by status.phase, say), and its field set is worked out once for all of them
 _recent_field_sets: dict[int, tuple[Obj, dict[str, str]]] = {}
 _RECENT_FIELD_SETS = 64
 

@@ -44,9 +44,9 @@ class _SharedDecodes:
     """The objects of the events being encoded for watchers with selectors, decoded once for all of them.
 
     The store hands a commit's events to every watcher of a prefix as one list, so while encode_batch is called
-    with the same list, an event's JSON decoded for one watcher's selector serves the next: a hundred kubelets
-    watching pods by ``spec.nodeName`` cost one decode of each pod event, not a hundred. The selectors only read
-    what they are given. At most ``LIMIT`` objects are kept, and only until a different list comes."""
+    with the same list, an event's JSON decoded for one watcher's selector serves the next: a hundred watches
+    selecting pods by label cost one decode of each pod event, not a hundred (watches by spec.nodeName get only
+    their node's events in the first place: the store's triggers). The selectors only read what they are given. At most ``LIMIT`` objects are kept, and only until a different list comes."""
 
     LIMIT = 256
 

@@ -11,6 +11,11 @@ same step (a socket write) instead of waking the consumer's task. A sink that ca
 is full, or it is closing) says so and the events are queued as before, so the order never changes. The events of
 one commit are matched once per distinct prefix and handed to every watcher of that prefix as the same list, so a
 sink can encode them once for all of those watchers.
+
+A watcher may have a trigger: one field's value it wants (a kubelet's watch of its node's pods, by spec.nodeName).
+The hub reads that value of each event's object, before and after the write, once per commit, and hands such a
+watcher only the events where it is the wanted one; its history (replay, backlog) still comes whole, for its
+selector to filter.
 """
 
 from __future__ import annotations
