@@ -85,16 +85,21 @@ def parse_list_options(query: Mapping[str, str], resource: ResourceType, name: s
     )
 
 
-def object_predicate(options: ListOptions, resource: ResourceType, *, shared: bool = False
+#: objects that several selectors test, by identity: id -> (the object, held so that its id stays its own, and its
+#: field set once a selector has worked it out, else None)
+FieldSets = dict[int, tuple[Obj, dict[str, str] | None]]
+
+
+def object_predicate(options: ListOptions, resource: ResourceType, *, field_sets: FieldSets | None = None
                      ) -> ObjectPredicate | None:
-    """A test of one object against the selectors, or None when they select everything. ``shared``: the objects
-    it is given are tested by other selectors too, unchanged (a watch event's), so field sets are remembered for
-    a while by the object's identity and worked out once for all of them."""
+    """A test of one object against the selectors, or None when they select everything. ``field_sets``: objects
+    that other selectors test too, unchanged (a watch event's object, decoded once for every watch), registered
+    there by their owner as (object, None); the first selector to test one keeps its field set there for the
+    others. Other objects are tested as they come. The owner of the dict empties it."""
     labels, fields = options.label_selector, options.field_selector
     if labels.empty and fields.empty:
         return None
     field_set = resource.strategy.field_set
-    recent = _recent_field_sets
 
     def matches(obj: Obj) -> bool:
         meta = obj.get("metadata") or {}
@@ -102,25 +107,16 @@ def object_predicate(options: ListOptions, resource: ResourceType, *, shared: bo
             return False
         if fields.empty:
             return True
-        if not shared:
+        entry = field_sets.get(id(obj)) if field_sets is not None else None
+        if entry is None or entry[0] is not obj:
             return fields.matches(field_set(obj))
-        entry = recent.get(id(obj))
-        if entry is not None and entry[0] is obj:
-            return fields.matches(entry[1])
-        selectable = field_set(obj)
-        if len(recent) >= _RECENT_FIELD_SETS:
-            recent.clear()
-        recent[id(obj)] = (obj, selectable)
+        selectable = entry[1]
+        if selectable is None:
+            selectable = field_set(obj)
+            field_sets[id(obj)] = (obj, selectable)  # type: ignore[index]  # entry is not None: field_sets is a dict
         return fields.matches(selectable)
 
     return matches
-
-
-#: the field sets of the objects tested last by shared predicates, by the object's identity (the object is held so
-#: that its id stays its own): a watch event's object, decoded once, is tested by every watcher's selector in turn
-#: (by status.phase, say), and its field set is worked out once for all of them
-_recent_field_sets: dict[int, tuple[Obj, dict[str, str]]] = {}
-_RECENT_FIELD_SETS = 64
 
 
 # -- continue tokens ------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import orjson
 
 from minik.api.errors import StatusError, expired, timeout
 from minik.api.registry import ResourceType
-from minik.apiserver.lists import ListOptions, ObjectPredicate, object_predicate
+from minik.apiserver.lists import FieldSets, ListOptions, ObjectPredicate, object_predicate
 from minik.apiserver.rest import parse_resource_version
 from minik.store import Compacted, Event, EventType, FutureRevision, Record, Store, Trigger, Watcher
 
@@ -46,27 +46,36 @@ class _SharedDecodes:
     The store hands a commit's events to every watcher of a prefix as one list, so while encode_batch is called
     with the same list, an event's JSON decoded for one watcher's selector serves the next: a hundred watches
     selecting pods by label cost one decode of each pod event, not a hundred (watches by spec.nodeName get only
-    their node's events in the first place: the store's triggers). The selectors only read what they are given. At most ``LIMIT`` objects are kept, and only until a different list comes."""
+    their node's events in the first place: the store's triggers). The selectors only read what they are given,
+    and keep the field set of each object kept here in ``field_sets`` for the next selector. Both are emptied when
+    another list comes, and objects are kept only up to ``BUDGET`` bytes of JSON: the rest are decoded, and their
+    fields worked out, for each watcher, and nothing holds them after."""
 
-    LIMIT = 256
+    BUDGET = 1024 * 1024
 
     def __init__(self) -> None:
         self.events: list[Event] | None = None
         #: id(raw) -> (raw, its object); the raw bytes are held so that their id stays theirs
         self.objects: dict[int, tuple[bytes, dict[str, Any]]] = {}
+        self.field_sets: FieldSets = {}
+        self.kept_bytes = 0
 
     def use(self, events: list[Event]) -> None:
         if events is not self.events:
             self.events = events
             self.objects.clear()
+            self.field_sets.clear()
+            self.kept_bytes = 0
 
     def decode(self, raw: bytes) -> dict[str, Any]:
         entry = self.objects.get(id(raw))
         if entry is not None and entry[0] is raw:
             return entry[1]
         obj: dict[str, Any] = orjson.loads(raw)
-        if len(self.objects) < self.LIMIT:
+        if self.kept_bytes + len(raw) <= self.BUDGET:
             self.objects[id(raw)] = (raw, obj)
+            self.field_sets[id(obj)] = (obj, None)
+            self.kept_bytes += len(raw)
         return obj
 
 
@@ -128,7 +137,10 @@ class WatchStream:
         self.resource = resource
         self.prefix = resource.prefix(namespace)
         self.options = options
-        self.predicate = object_predicate(options, resource, shared=True)
+        #: for the events, whose objects every watch's selector tests (see _SharedDecodes)
+        self.predicate = object_predicate(options, resource, field_sets=_shared.field_sets)
+        #: for the objects listed at the start, each decoded for this watch alone
+        self.list_predicate = object_predicate(options, resource)
         strategy = resource.strategy
         wanted = options.field_selector.exact(strategy.trigger_field) if strategy.trigger_field else None
         self.trigger = Trigger(strategy.trigger_value, wanted) if wanted is not None else None
@@ -202,7 +214,7 @@ class WatchStream:
             if self.initial:
                 chunk = []
                 for record in self.initial:
-                    if self.predicate is None or self.predicate(record.object()):
+                    if self.list_predicate is None or self.list_predicate(record.object()):
                         chunk.append(event_line(b"ADDED", record.raw))
                     if len(chunk) >= MAX_EVENTS_PER_WRITE:
                         yield b"".join(chunk)

@@ -180,15 +180,15 @@ def test_an_event_is_decoded_and_its_fields_worked_out_once_for_every_watcher_wi
     field_set = pods.strategy.field_set
 
     def counted_field_set(obj: dict[str, Any]) -> dict[str, str]:
-        field_sets.append((obj.get("spec") or {}).get("nodeName"))
+        field_sets.append((obj.get("status") or {}).get("phase"))
         return field_set(obj)
 
     monkeypatch.setattr(pods.strategy, "field_set", counted_field_set)
-    predicates = [object_predicate(parse_list_options(MultiDict(fieldSelector=f"spec.nodeName=n{i}"), pods), pods,
-                                   shared=True) for i in range(50)]
+    predicates = [object_predicate(parse_list_options(MultiDict(fieldSelector=f"status.phase!=S{i}"), pods), pods,
+                                   field_sets=watch._shared.field_sets) for i in range(50)]
     field_sets.clear()  # parsing a selector asks for the kind's field names
-    before = orjson.dumps({"metadata": {"name": "p", "namespace": "default"}, "spec": {"nodeName": ""}})
-    after = orjson.dumps({"metadata": {"name": "p", "namespace": "default"}, "spec": {"nodeName": "n7"}})
+    before = orjson.dumps({"metadata": {"name": "p", "namespace": "default"}, "status": {"phase": "S8"}})
+    after = orjson.dumps({"metadata": {"name": "p", "namespace": "default"}, "status": {"phase": "S7"}})
     decoded: list[bytes] = []
 
     def loads(raw: bytes) -> Any:
@@ -198,11 +198,12 @@ def test_an_event_is_decoded_and_its_fields_worked_out_once_for_every_watcher_wi
     monkeypatch.setattr(watch, "orjson", type("Counting", (), {"loads": staticmethod(loads),
                                                                "dumps": staticmethod(orjson.dumps)}))
     events = [Event(EventType.MODIFIED, "/pods/default/p", 9, after, before)]  # one commit's list, as the store
-    lines = [watch.encode_batch(events, predicate) for predicate in predicates]
-    assert [i for i, line in enumerate(lines) if line] == [7]
-    assert orjson.loads(lines[7])["type"] == "ADDED"
-    assert sorted(decoded) == sorted([after, before])  # once each, not fifty times
-    assert sorted(field_sets) == ["", "n7"]  # and their selectable fields worked out once each too
+    types = [orjson.loads(watch.encode_batch(events, predicate))["type"] for predicate in predicates]
+    assert types[7] == "DELETED" and types[8] == "ADDED"  # S7 left the one's selection, entered the other's
+    assert set(types[:7] + types[9:]) == {"MODIFIED"}
+    # once each for the fifty selectors, and the object before once more, for the DELETED line at the new revision
+    assert (decoded.count(after), decoded.count(before)) == (1, 2)
+    assert sorted(field_sets) == ["S7", "S8"]  # and their selectable fields worked out once each too
 
 
 async def test_watch_of_one_object_by_name(http) -> None:
@@ -281,3 +282,23 @@ def test_a_list_body_is_the_stored_items_joined_into_one_list_object(count: int)
     body = orjson.loads(list_body(REGISTRY.resolve("configmaps"), items, {"resourceVersion": "7"}))
     assert body["kind"] == "ConfigMapList" and body["metadata"] == {"resourceVersion": "7"}
     assert [item["metadata"]["name"] for item in body["items"]] == [f"cm-{i}" for i in range(count)]
+
+
+def test_an_event_object_over_the_budget_is_decoded_for_each_watcher_and_not_held(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from multidict import MultiDict
+
+    from minik.api.resources import REGISTRY
+    from minik.apiserver import watch
+    from minik.apiserver.lists import object_predicate, parse_list_options
+    from minik.store import Event, EventType
+
+    configmaps = REGISTRY.get("", "v1", "configmaps")
+    assert configmaps is not None
+    monkeypatch.setattr(watch._SharedDecodes, "BUDGET", 1000)
+    predicates = [object_predicate(parse_list_options(MultiDict(fieldSelector=f"metadata.name!=x{i}"), configmaps),
+                                   configmaps, field_sets=watch._shared.field_sets) for i in range(3)]
+    big = orjson.dumps({"metadata": {"name": "big", "namespace": "default"}, "data": {"k": "v" * 2000}})
+    events = [Event(EventType.ADDED, "/configmaps/default/big", 5, big, None)]
+    assert all(watch.encode_batch(events, predicate) for predicate in predicates)
+    assert watch._shared.objects == {} and watch._shared.field_sets == {}  # nothing keeps the large object
