@@ -100,6 +100,7 @@ def object_predicate(options: ListOptions, resource: ResourceType, *, field_sets
     if labels.empty and fields.empty:
         return None
     field_set = resource.strategy.field_set
+    shared: FieldSets = field_sets if field_sets is not None else {}
 
     def matches(obj: Obj) -> bool:
         meta = obj.get("metadata") or {}
@@ -107,13 +108,13 @@ def object_predicate(options: ListOptions, resource: ResourceType, *, field_sets
             return False
         if fields.empty:
             return True
-        entry = field_sets.get(id(obj)) if field_sets is not None else None
+        entry = shared.get(id(obj))
         if entry is None or entry[0] is not obj:
             return fields.matches(field_set(obj))
         selectable = entry[1]
         if selectable is None:
             selectable = field_set(obj)
-            field_sets[id(obj)] = (obj, selectable)  # type: ignore[index]  # entry is not None: field_sets is a dict
+            shared[id(obj)] = (obj, selectable)
         return fields.matches(selectable)
 
     return matches

@@ -5,8 +5,6 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import orjson
-
 from minik.api import validation as v
 from minik.api.kinds.common import Causes, Obj, dict_at, dicts_at, list_at
 from minik.api.kinds.podspec import default_pod, pod_qos_class
@@ -193,10 +191,6 @@ class PodStrategy(Strategy):
             validate_pod_status(obj.get("status"))
 
     trigger_field = "spec.nodeName"
-
-    def trigger_value(self, raw: bytes) -> str:
-        spec = orjson.loads(raw).get("spec")
-        return str(spec.get("nodeName") or "") if isinstance(spec, dict) else ""
 
     def field_set(self, obj: Obj) -> dict[str, str]:
         fields = super().field_set(obj)
