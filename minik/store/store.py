@@ -360,7 +360,7 @@ class Store:
                     backlog.append(event)
             backlog.reverse()
             return self._hub.subscribe(prefix, after, backlog, trigger=trigger)
-        return self._hub.subscribe(prefix, after, [], self._replay(prefix, after, self._revision), trigger)
+        return self._hub.subscribe(prefix, after, [], self._replay(prefix, after, self._revision), trigger=trigger)
 
     def snapshot_and_watch(self, prefix: str, trigger: Trigger | None = None) -> tuple[list[Record], Watcher]:
         """The current objects under ``prefix`` and a watcher for every change after them, taken atomically."""
