@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+import orjson
 import structlog
 
 from minik.api.resources import REGISTRY
@@ -24,14 +25,21 @@ from minik.apiserver.admission import ObjectReader
 from minik.apiserver.connection import HttpListener
 from minik.apiserver.http import build_server
 from minik.apiserver.limits import Limits
-from minik.apiserver.request import User
+from minik.apiserver.request import ApiRequest, ApiResponse, User
 from minik.apiserver.server import ApiServer, ApiSettings
 from minik.client import Client
+from minik.apiserver.admission import default_plugins
 from minik.security import authz
 from minik.security.authn import StaticTokens, TokenAuthenticator
-from minik.security.authz import RoleAuthorizer
+from minik.security.authz import ClusterAuthorizer
 from minik.security.credentials import ADMIN, APISERVER, UNSECURED, ClusterCredentials, mint, serving_names
 from minik.security.files import restrict
+from minik.security.rbac import policy
+from minik.security.rbac.escalation import RbacEscalation
+from minik.security.rbac.reconcile import reconcile
+from minik.security.serviceaccounts import ServiceAccountTokens, TokenIssuer, service_account_user
+from minik.security.reviews import Reviews
+from minik.security.tokenrequest import TokenRequests
 from minik.security.tokens import NODE_USER_PREFIX, NODES
 from minik.store import Store, StoreSettings
 
@@ -52,24 +60,38 @@ class Component(Protocol):
         """Stop every task the component started and release what it holds."""
 
 
-#: builds a component from the cluster's settings and an in-process client; kept as functions that import their
-#: component lazily, so a disabled component costs nothing at start-up
-ComponentFactory = Callable[["ClusterSettings", Client], Component]
+#: gives an in-process client that acts as a user (through authentication, authorization and admission)
+ClientAs = Callable[[User], Client]
+
+#: builds a component from the cluster's settings, its in-process client, and a way to get clients for other
+#: identities (the controllers' service accounts); kept as functions that import their component lazily, so a
+#: disabled component costs nothing at start-up
+ComponentFactory = Callable[["ClusterSettings", Client, ClientAs], Component]
 
 
-def _scheduler(settings: "ClusterSettings", client: Client) -> Component:
+def _scheduler(settings: "ClusterSettings", client: Client, client_as: ClientAs) -> Component:
     from minik.scheduler import Scheduler
 
     return Scheduler(client)
 
 
-def _controllers(settings: "ClusterSettings", client: Client) -> Component:
+def controller_user(controller: str) -> User:
+    """The identity a controller of `minik up` writes as: its service account in kube-system, as
+    kube-controller-manager's controllers with --use-service-account-credentials."""
+    account = policy.controller_account(controller)
+    if account is None:
+        return User(authz.CONTROLLER_MANAGER)
+    return service_account_user(*account)
+
+
+def _controllers(settings: "ClusterSettings", client: Client, client_as: ClientAs) -> Component:
     from minik.controllers.manager import ControllerManager, ControllerSettings
 
-    return ControllerManager(client, ControllerSettings(**settings.controllers))  # type: ignore[arg-type]
+    return ControllerManager(client, ControllerSettings(**settings.controllers),  # type: ignore[arg-type]
+                             clients=lambda name: client_as(controller_user(name)))
 
 
-def _node(settings: "ClusterSettings", client: Client) -> Component:
+def _node(settings: "ClusterSettings", client: Client, client_as: ClientAs) -> Component:
     from minik.kubelet.component import NodeComponent
 
     return NodeComponent(settings, client)
@@ -87,7 +109,7 @@ GIL_SWITCH_INTERVAL_SECONDS = 0.001
 LISTEN_BACKLOG = 1024
 
 
-def _proxy(settings: "ClusterSettings", client: Client) -> Component:
+def _proxy(settings: "ClusterSettings", client: Client, client_as: ClientAs) -> Component:
     from minik.kubelet.component import default_node_name
     from minik.proxy import NodeProxy, ProxySettings
 
@@ -190,8 +212,9 @@ def is_loopback(address: str) -> bool:
         return False
 
 
-#: the identity each in-process component runs as (see minik.security.authz for what each may do); a component
-#: not listed runs as ``system:minik:component:NAME`` with every right, until its own identity is decided
+#: the identity each in-process component runs as (see minik.security.authz for what each may do; the controllers
+#: write as their own service accounts, see ``controller_user``); a component not listed runs as
+#: ``system:minik:component:NAME`` with every right, until its own identity is decided
 COMPONENT_USERS: dict[str, User] = {
     "scheduler": User(authz.SCHEDULER),
     "controllers": User(authz.CONTROLLER_MANAGER),
@@ -222,6 +245,10 @@ class Cluster:
         self.progress = progress
         self.store: Store | None = None
         self.api: ApiServer | None = None
+        #: Node and RBAC authorization, their indexes following the store
+        self.authorizer: ClusterAuthorizer | None = None
+        #: signs and checks service account tokens
+        self.issuer: TokenIssuer | None = None
         self._listener: HttpListener | None = None
         self._server: asyncio.AbstractServer | None = None
         #: the API server's own in-process client (identity system:apiserver, an admin)
@@ -296,13 +323,23 @@ class Cluster:
         try:
             reader = ObjectReader(self.store, REGISTRY)
             kubelet_tls = _kubelet_client_tls(s.data_dir)
+            self.authorizer = ClusterAuthorizer(self.store)
+            self.authorizer.start()
+            self.issuer = TokenIssuer(s.data_dir / "pki")
+            plugins = [*default_plugins(reader), RbacEscalation(self.authorizer.rbac.index, self.authorizer)]
             self.api = ApiServer(self.store, REGISTRY, ApiSettings(address=f"{s.bind}:{s.port}",
                                                                   service_cidr=s.service_cidr,
                                                                   limits=Limits(**s.limits),  # type: ignore[arg-type]
                                                                   kubelet_tls=kubelet_tls),
-                                 authenticator=TokenAuthenticator(reader, self.tokens),
-                                 authorizer=RoleAuthorizer(self.store))
+                                 authenticator=TokenAuthenticator(reader, self.tokens,
+                                                                  ServiceAccountTokens(self.issuer, reader)),
+                                 authorizer=self.authorizer, admission_plugins=plugins)
+            self.api.handlers[("", "serviceaccounts", "token")] = TokenRequests(self.issuer, reader).handle
+            assert isinstance(self.api.authenticator, TokenAuthenticator)
+            self.api.handlers.update(Reviews(self.api.authenticator, self.authorizer, self.authorizer.rbac,
+                                             self.authorizer.node).handlers())
             await self.api.bootstrap()
+            await reconcile(REGISTRY, self.api.rest, APISERVER)
             if credentials is not None:
                 self.credentials = await credentials
                 credentials = None
@@ -314,6 +351,7 @@ class Cluster:
                 self._listener, s.bind, s.port, reuse_address=True, ssl=ssl_context, backlog=LISTEN_BACKLOG)
             self.port = int(self._server.sockets[0].getsockname()[1])
             await self.api.publish_master_service(self.host, self.port)
+            self._serve_issuer_discovery(self.api, self.issuer)
             self.progress(f"API server listening on {self.url}")
             self.client = self.in_process_client(APISERVER)
             if self.credentials is not None:
@@ -333,13 +371,26 @@ class Cluster:
         self.started_seconds = time.perf_counter() - began
         log.info("cluster ready", url=self.url, seconds=round(self.started_seconds, 3), data_dir=str(s.data_dir))
 
+    def _serve_issuer_discovery(self, api: ApiServer, issuer: TokenIssuer) -> None:
+        """/.well-known/openid-configuration and /openid/v1/jwks: what an outside verifier of service account
+        tokens reads (readable by service accounts, as Kubernetes' system:service-account-issuer-discovery)."""
+        async def configuration(request: ApiRequest, user: User) -> ApiResponse:
+            return ApiResponse.json(issuer.discovery(self.url))
+
+        async def keys(request: ApiRequest, user: User) -> ApiResponse:
+            return ApiResponse(200, orjson.dumps((await issuer.ready()).jwks()), "application/jwk-set+json")
+
+        api.extensions["/.well-known/openid-configuration"] = configuration
+        api.extensions["/openid/v1/jwks"] = keys
+
     async def _start_components(self) -> None:
         """Start the enabled components in FACTORIES order, each with the in-process client."""
         assert self.api is not None
         for name, factory in FACTORIES.items():
             if name in self.settings.disabled:
                 continue
-            component = factory(self.settings, self.in_process_client(self.component_user(name)))
+            component = factory(self.settings, self.in_process_client(self.component_user(name)),
+                                self.in_process_client)
             try:
                 await component.start()
             except BaseException:  # a start that failed or was cancelled half-way: undo what it began
@@ -375,6 +426,9 @@ class Cluster:
             await self._listener.shutdown(self.settings.shutdown_timeout_seconds)  # let the requests in flight finish
             await self._server.wait_closed()
             self._server = self._listener = None
+        if self.authorizer is not None:
+            await self.authorizer.stop()
+            self.authorizer = None
         if self.store is not None:
             await self.store.close()
             self.store = None

@@ -56,12 +56,14 @@ EXTRA_KINDS = (
     ("v1", "Binding", f"{CORE}.Binding"),
     ("autoscaling/v1", "Scale", f"{AUTOSCALING}.Scale"),
     ("meta.k8s.io/v1", "DeleteOptions", f"{META}.DeleteOptions"),
+    ("authentication.k8s.io/v1", "TokenRequest", "k8s.io.api.authentication.v1.TokenRequest"),
 )
 
 #: messages with their own JSON form, decoded by minik.apiserver.protobuf itself (their fields are still listed)
 SPECIAL = {f"{META}.Time", f"{META}.MicroTime", f"{META}.Duration", f"{META}.FieldsV1",
            "k8s.io.apimachinery.pkg.api.resource.Quantity", "k8s.io.apimachinery.pkg.util.intstr.IntOrString",
-           "k8s.io.apimachinery.pkg.runtime.RawExtension"}
+           "k8s.io.apimachinery.pkg.runtime.RawExtension", "k8s.io.api.authentication.v1.ExtraValue",
+           "k8s.io.api.authorization.v1.ExtraValue"}
 
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _PACKAGE = re.compile(r"^\s*package\s+([\w.]+)\s*;", re.M)

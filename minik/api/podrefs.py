@@ -1,5 +1,5 @@
-"""What a pod refers to by name: the ConfigMaps and Secrets of its volumes, env and image pull secrets (what
-Kubernetes' node authorizer and NodeRestriction walk)."""
+"""What a pod refers to by name: the ConfigMaps and Secrets of its volumes, env and image pull secrets, and the
+PersistentVolumeClaims of its volumes (what Kubernetes' node authorizer and NodeRestriction walk)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ Obj = dict[str, Any]
 
 
 def references(pod: Obj) -> Iterator[tuple[str, str]]:
-    """("configmaps" | "secrets", name) for everything a pod's volumes, env and pull secrets reference."""
+    """("configmaps" | "secrets" | "persistentvolumeclaims", name) for everything a pod's volumes, env and pull
+    secrets reference (a generic ephemeral volume's claim is named POD-VOLUME)."""
     spec = pod.get("spec") or {}
     for ref in spec.get("imagePullSecrets") or []:
         if isinstance(ref, dict) and ref.get("name"):
@@ -22,6 +23,10 @@ def references(pod: Obj) -> Iterator[tuple[str, str]]:
             yield "configmaps", str(volume["configMap"].get("name", ""))
         if isinstance(volume.get("secret"), dict):
             yield "secrets", str(volume["secret"].get("secretName", ""))
+        if isinstance(volume.get("persistentVolumeClaim"), dict):
+            yield "persistentvolumeclaims", str(volume["persistentVolumeClaim"].get("claimName", ""))
+        if isinstance(volume.get("ephemeral"), dict):
+            yield "persistentvolumeclaims", f"{(pod.get('metadata') or {}).get('name', '')}-{volume.get('name', '')}"
         for source in (volume.get("projected") or {}).get("sources") or []:
             if isinstance(source, dict):
                 if isinstance(source.get("configMap"), dict):

@@ -8,6 +8,7 @@ from minik.api.registry import Registry, ResourceType
 _ALL = ("all",)
 _STATUS = ("status",)
 _SCALABLE = ("status", "scale")
+_ASK = ("create",)
 
 REGISTRY = Registry([
     # core/v1
@@ -28,7 +29,7 @@ REGISTRY = Registry([
                  short_names=("cm",)),
     ResourceType("", "v1", "Secret", "secrets", "secret", True, kinds.SecretStrategy()),
     ResourceType("", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", True,
-                 kinds.ServiceAccountStrategy(), short_names=("sa",)),
+                 kinds.ServiceAccountStrategy(), short_names=("sa",), subresources=("token",)),
     ResourceType("", "v1", "ReplicationController", "replicationcontrollers", "replicationcontroller", True,
                  kinds.ReplicationControllerStrategy(), short_names=("rc",), categories=_ALL,
                  subresources=_SCALABLE),
@@ -50,4 +51,25 @@ REGISTRY = Registry([
     ResourceType("coordination.k8s.io", "v1", "Lease", "leases", "lease", True, kinds.LeaseStrategy()),
     ResourceType("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", "priorityclass", False,
                  kinds.PriorityClassStrategy(), short_names=("pc",)),
+    # rbac.authorization.k8s.io/v1
+    ResourceType("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings",
+                 "clusterrolebinding", False, kinds.ClusterRoleBindingStrategy()),
+    ResourceType("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", "clusterrole", False,
+                 kinds.ClusterRoleStrategy()),
+    ResourceType("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", "rolebinding", True,
+                 kinds.RoleBindingStrategy()),
+    ResourceType("rbac.authorization.k8s.io", "v1", "Role", "roles", "role", True, kinds.RoleStrategy()),
+    # authentication.k8s.io/v1 and authorization.k8s.io/v1: questions answered, never stored (minik.security.reviews)
+    ResourceType("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", "selfsubjectreview",
+                 False, kinds.ClusterReviewStrategy(), verbs=_ASK),
+    ResourceType("authentication.k8s.io", "v1", "TokenReview", "tokenreviews", "tokenreview", False,
+                 kinds.ClusterReviewStrategy(), verbs=_ASK),
+    ResourceType("authorization.k8s.io", "v1", "LocalSubjectAccessReview", "localsubjectaccessreviews",
+                 "localsubjectaccessreview", True, kinds.NamespacedReviewStrategy(), verbs=_ASK),
+    ResourceType("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews",
+                 "selfsubjectaccessreview", False, kinds.ClusterReviewStrategy(), verbs=_ASK),
+    ResourceType("authorization.k8s.io", "v1", "SelfSubjectRulesReview", "selfsubjectrulesreviews",
+                 "selfsubjectrulesreview", False, kinds.ClusterReviewStrategy(), verbs=_ASK),
+    ResourceType("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews", "subjectaccessreview",
+                 False, kinds.ClusterReviewStrategy(), verbs=_ASK),
 ])

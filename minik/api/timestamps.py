@@ -21,6 +21,11 @@ def now_rfc3339(delta_seconds: float = 0) -> str:
     return text
 
 
+def rfc3339(seconds: float) -> str:
+    """A moment (seconds since the epoch) as Kubernetes writes timestamps."""
+    return datetime.fromtimestamp(int(seconds), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def parse_rfc3339(value: str) -> float:
     """Seconds since the epoch of an RFC 3339 timestamp ("2026-11-23T08:00:00Z", fractions allowed)."""
     return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()

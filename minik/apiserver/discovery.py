@@ -23,11 +23,12 @@ _SUBRESOURCES: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
     "log": ("", "", "", ("get",)),
     "exec": ("", "", "PodExecOptions", ("create", "get")),
     "finalize": ("", "", "", ("update",)),
+    "token": ("authentication.k8s.io", "v1", "TokenRequest", ("create",)),
 }
 
 #: the subresources the server answers today; discovery advertises only these (kubectl trusts discovery: a listed
 #: pods/eviction makes `kubectl drain` evict instead of delete). Add a name here when its handler lands.
-SERVED_SUBRESOURCES = ("status", "binding", "finalize", "scale", "eviction", "log", "exec")
+SERVED_SUBRESOURCES = ("status", "binding", "finalize", "scale", "eviction", "log", "exec", "token")
 
 
 def served_subresources(resource: ResourceType) -> tuple[str, ...]:

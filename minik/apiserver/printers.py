@@ -662,6 +662,37 @@ def _priorityclass_cells(pc: Obj, now: float) -> Cells:
             since(meta.get("creationTimestamp"), now), _str(pc.get("preemptionPolicy"))]
 
 
+def _role_columns() -> list[Column]:
+    return [name_col(), col("Created At", "date", doc(f"{META}.ObjectMeta", "creationTimestamp"))]
+
+
+def _role_cells(role: Obj, now: float) -> Cells:
+    meta = _dict(role.get("metadata"))
+    return [meta.get("name", ""), _str(meta.get("creationTimestamp"))]
+
+
+def _binding_columns() -> list[Column]:
+    rbac = "io.k8s.api.rbac.v1"
+    return [name_col(), col("Role", description=doc(f"{rbac}.RoleBinding", "roleRef")), age_col(),
+            col("Users", description="Users in the roleBinding", priority=1),
+            col("Groups", description="Groups in the roleBinding", priority=1),
+            col("ServiceAccounts", description="ServiceAccounts in the roleBinding", priority=1)]
+
+
+def _binding_cells(binding: Obj, now: float) -> Cells:
+    meta = _dict(binding.get("metadata"))
+    ref = _dict(binding.get("roleRef"))
+    subjects = [s for s in _list(binding.get("subjects")) if isinstance(s, dict)]
+
+    def named(kind: str) -> str:
+        return ", ".join(_str(s.get("name")) for s in subjects if s.get("kind") == kind)
+
+    accounts = ", ".join(f"{_str(s.get('namespace'))}/{_str(s.get('name'))}" for s in subjects
+                         if s.get("kind") == "ServiceAccount")
+    return [meta.get("name", ""), f"{_str(ref.get('kind'))}/{_str(ref.get('name'))}",
+            since(meta.get("creationTimestamp"), now), named("User"), named("Group"), accounts]
+
+
 def _default_columns() -> list[Column]:
     return [name_col(), age_col()]
 
@@ -690,6 +721,10 @@ _PRINTERS: dict[str, Printer] = {
     "ServiceAccount": Printer(_serviceaccount_columns, _serviceaccount_cells),
     "Lease": Printer(_lease_columns, _lease_cells),
     "PriorityClass": Printer(_priorityclass_columns, _priorityclass_cells),
+    "Role": Printer(_role_columns, _role_cells),
+    "ClusterRole": Printer(_role_columns, _role_cells),
+    "RoleBinding": Printer(_binding_columns, _binding_cells),
+    "ClusterRoleBinding": Printer(_binding_columns, _binding_cells),
 }
 _DEFAULT = Printer(_default_columns, _default_cells)
 

@@ -457,6 +457,11 @@ class _Decoder:
             raise ProtobufError(f"IntOrString type {kind} is neither 0 (int) nor 1 (string)")
         return text if kind == 1 else number_value
 
+    def _string_list(self, data: bytes, depth: int) -> Any:
+        """ExtraValue: a named []string in Go, a list of strings in JSON, ``repeated string items = 1`` on the
+        wire."""
+        return [_string(wire, value) for number, wire, value in _fields(data) if number == 1]
+
     def _embedded_json(self, data: bytes, depth: int) -> Any:
         """RawExtension and FieldsV1: field 1 holds JSON (or, for a RawExtension, a nested protobuf object)."""
         raw = b""
@@ -482,4 +487,6 @@ _SPECIAL = {
     _INT_OR_STRING: _Decoder._int_or_string,
     _RAW_EXTENSION: _Decoder._embedded_json,
     _FIELDS_V1: _Decoder._embedded_json,
+    "k8s.io.api.authentication.v1.ExtraValue": _Decoder._string_list,
+    "k8s.io.api.authorization.v1.ExtraValue": _Decoder._string_list,
 }

@@ -14,8 +14,13 @@ from minik.api.errors import StatusError
 
 @dataclass(frozen=True)
 class User:
+    """An authenticated identity (Kubernetes' user.Info): its name, groups, uid and extra attributes (a service
+    account token's pod, say: ``(("authentication.kubernetes.io/pod-name", ("web-1",)),)``)."""
+
     name: str
     groups: tuple[str, ...] = ()
+    uid: str = ""
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 @dataclass

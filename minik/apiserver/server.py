@@ -18,10 +18,11 @@ from minik.api.errors import (PATCH_MEDIA_TYPES, StatusError, bad_request, inter
                               unsupported_media_type)
 from minik.api.registry import Registry, ResourceType
 from minik.apiserver import codec, discovery, scale, tables, warnings
-from minik.apiserver.admission import (AdmissionPlugin, Admission, AllowAll, Authenticator, Authorizer,
-                                       LoopbackAuthenticator, ObjectReader, default_plugins)
+from minik.apiserver.admission import (AdmissionPlugin, Admission, Authenticator, LoopbackAuthenticator,
+                                       ObjectReader, default_plugins)
 from minik.apiserver.admission.priority import system_priority_classes
 from minik.apiserver.apply import Applier, FieldManager
+from minik.apiserver.authorization import AllowAll, Authorizer, AuthzAttributes, Decision
 from minik.apiserver.eviction import evict
 from minik.apiserver.fieldvalidation import FieldValidation
 from minik.apiserver.limits import Lanes, Limits
@@ -50,6 +51,10 @@ UNAUTHORIZED = StatusError(401, "Unauthorized", "Unauthorized")
 
 #: a handler for a path outside the resource API (the node join): the request and its authenticated user
 Extension = Callable[[ApiRequest, User], Awaitable[ApiResponse]]
+
+#: a handler for a resource or subresource served by another part of the cluster (serviceaccounts/token, the
+#: access reviews): the request as resolved and authorized, and its user
+Handler = Callable[[RequestInfo, ApiRequest, User], Awaitable[ApiResponse]]
 
 
 def forbidden_error(user: User, info: RequestInfo, reason: str) -> StatusError:
@@ -110,8 +115,11 @@ class ApiServer:
         self.ready = False
         self._static = self._discovery_documents()
         self.openapi = OpenApi(registry)
-        #: non-resource paths served by other parts of the cluster (path -> handler), after authentication
+        #: non-resource paths served by other parts of the cluster (path -> handler), after authorization
         self.extensions: dict[str, Extension] = {}
+        #: resources and subresources served by other parts of the cluster ((group, plural, subresource or None)
+        #: -> handler)
+        self.handlers: dict[tuple[str, str, str | None], Handler] = {}
         self.lanes = Lanes(self.settings.limits)
 
     def _discovery_documents(self) -> dict[str, bytes]:
@@ -207,31 +215,40 @@ class ApiServer:
         user = request.user or await self.authenticator.authenticate(request)
         if user is None:
             raise UNAUTHORIZED
-        anonymous = ANONYMOUS_GROUP in user.groups
         extension = self.extensions.get(path)
         if extension is not None:
+            await self._authorize_path(user, request.method, path)
             return await extension(request, user)
         static = self._static.get(path)
         if static is not None and request.method in ("GET", "HEAD"):
-            if anonymous:
-                raise UNAUTHORIZED
+            await self._authorize_path(user, request.method, path)
             return ApiResponse.raw(static)
         if path == "/" or (self.openapi.handles(path) and request.method in ("GET", "HEAD")):
-            if anonymous:
-                raise UNAUTHORIZED
+            await self._authorize_path(user, request.method, path)
             return ApiResponse.json({"paths": sorted(self._static)}) if path == "/" else self.openapi.respond(path)
         info = resolve(self.registry, request.method, path, request.query)
-        denied = await self.authorizer.authorize(user, info)
-        if denied is not None:
-            if anonymous:
+        decision, reason = await self.authorizer.authorize(user, AuthzAttributes.for_request(info))
+        if decision is not Decision.ALLOW:
+            if ANONYMOUS_GROUP in user.groups:
                 raise UNAUTHORIZED
-            raise forbidden_error(user, info, denied)
+            raise forbidden_error(user, info, reason)
         lane = self.lanes.lane(user, info)
         self.lanes.acquire(lane)  # a counter, not a context manager: this runs for every request
         try:
             return await self._dispatch(info, request, user)
         finally:
             self.lanes.release(lane)
+
+    async def _authorize_path(self, user: User, method: str, path: str) -> None:
+        """A non-resource request (discovery, OpenAPI, the node join): 401 for anonymous, else 403 when denied."""
+        decision, reason = await self.authorizer.authorize(user, AuthzAttributes.for_path(method, path))
+        if decision is Decision.ALLOW:
+            return
+        if ANONYMOUS_GROUP in user.groups:
+            raise UNAUTHORIZED
+        verb = AuthzAttributes.for_path(method, path).verb
+        raise StatusError(403, "Forbidden", f'forbidden: User "{user.name}" cannot {verb} path "{path}"'
+                          + (f": {reason}" if reason else ""), {})
 
     def _health(self, path: str) -> ApiResponse:
         ok = self.ready or not path.startswith("/readyz")
@@ -248,6 +265,12 @@ class ApiServer:
         verb, sub = info.verb, info.subresource
         if sub is not None and sub not in discovery.SERVED_SUBRESOURCES:
             raise not_found(f"{info.resource.plural}/{sub}", info.resource.group, info.name or "")
+        if sub is None and verb not in info.resource.verbs:
+            raise StatusError(405, "MethodNotAllowed", "the server does not allow this method on the requested "
+                              f"resource ({request.method})")
+        handler = self.handlers.get((info.resource.group, info.resource.plural, sub))
+        if handler is not None:
+            return await handler(info, request, user)
         if sub == "scale":
             return await self._scale(info, request, user, rest, dry_run)
         if sub in ("log", "exec"):

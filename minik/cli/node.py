@@ -60,7 +60,7 @@ async def _check_server(joined: "JoinedNode") -> None:
     """Fail early and clearly when the server cannot be reached or refuses the node's credential."""
     async with joined.client(timeout_seconds=10) as client:
         try:
-            await client.get("namespaces", "kube-node-lease")
+            await client.create("selfsubjectreviews.authentication.k8s.io", {})  # who am I: any credential may ask
         except StatusError as exc:
             if exc.code == 401:
                 raise fail(f"the server at {joined.server} refused this node's credential (401 Unauthorized): it "

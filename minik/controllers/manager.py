@@ -1,5 +1,10 @@
 """The controller manager: every controller in one component, sharing one set of informers, each with its own
-event recorder; started after the informers have synced and stopped before them."""
+event recorder; started after the informers have synced and stopped before them.
+
+As kube-controller-manager with ``--use-service-account-credentials``, each controller may write with a client of
+its own (``clients``: in `minik up`, the service account ``kube-system/NAME`` bound to the controller's
+``system:controller:NAME`` ClusterRole), while the shared informers read with the manager's client
+(``system:kube-controller-manager``, which may list and watch everything)."""
 
 from __future__ import annotations
 
@@ -148,6 +153,18 @@ def _token_cleaner(client: Client, factory: InformerFactory, s: ControllerSettin
     return TokenCleaner(client, factory, 1, s.clock, r)
 
 
+def _serviceaccount(client: Client, factory: InformerFactory, s: ControllerSettings,
+                    r: Recorder | None) -> Controller:
+    from minik.controllers.serviceaccount import ServiceAccountController
+    return ServiceAccountController(client, factory, 1, s.clock, r)
+
+
+def _clusterrole_aggregation(client: Client, factory: InformerFactory, s: ControllerSettings,
+                             r: Recorder | None) -> Controller:
+    from minik.controllers.clusterroleaggregation import ClusterRoleAggregationController
+    return ClusterRoleAggregationController(client, factory, 1, s.clock, r)
+
+
 def _endpoints(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
     from minik.controllers.endpoints import EndpointsController
     return EndpointsController(client, s.workers, services=factory.informer("services"),  # type: ignore[return-value]
@@ -171,6 +188,8 @@ CONTROLLERS: dict[str, ControllerFactory] = {
     "pod-garbage-collector": _pod_gc,
     "tokencleaner": _token_cleaner,
     "endpoints": _endpoints,
+    "serviceaccount": _serviceaccount,
+    "clusterrole-aggregation": _clusterrole_aggregation,
 }
 
 
@@ -180,8 +199,15 @@ def _recorder(client: Client, name: str, host: str | None) -> "EventRecorder":
     return EventRecorder(client, f"{name}-controller", host)  # the source Kubernetes' controllers name
 
 
+#: gives the client a controller writes with, by the controller's name
+ClientFor = Callable[[str], Client]
+
+
 class ControllerManager:
-    def __init__(self, client: Client, settings: ControllerSettings | None = None) -> None:
+    def __init__(self, client: Client, settings: ControllerSettings | None = None,
+                 clients: ClientFor | None = None) -> None:
+        """``client`` reads for the shared informers; ``clients`` gives each controller the client it writes with
+        (default: ``client`` for all)."""
         self.client = client
         self.settings = settings or ControllerSettings()
         self.factory = InformerFactory(client)
@@ -189,10 +215,12 @@ class ControllerManager:
         unknown = sorted(set(names) - set(CONTROLLERS))
         if unknown:
             raise ValueError(f"unknown controllers {unknown}: choose from {', '.join(CONTROLLERS)}")
+        writers = {name: clients(name) if clients is not None else client for name in names}
         #: one recorder per controller, so each event names its controller as its source
-        self.recorders = {name: _recorder(client, name, self.settings.host) for name in names}
+        self.recorders = {name: _recorder(writers[name], name, self.settings.host) for name in names}
         self.controllers: dict[str, Controller] = {
-            name: CONTROLLERS[name](client, self.factory, self.settings, self.recorders[name]) for name in names}
+            name: CONTROLLERS[name](writers[name], self.factory, self.settings, self.recorders[name])
+            for name in names}
 
     def __getitem__(self, name: str) -> Controller:
         return self.controllers[name]

@@ -2,7 +2,7 @@
 
 In order: the static tokens the cluster was started with (the admin's, and one per in-process component, kept
 in memory), bootstrap tokens (Secrets ``bootstrap-token-ID``), node credentials (Secrets
-``node-credential-ID``). Every secret is compared with ``hmac.compare_digest``, so the time a comparison takes
+``node-credential-ID``), service account tokens (JWTs the cluster signed: minik.security.serviceaccounts). Every secret is compared with ``hmac.compare_digest``, so the time a comparison takes
 says nothing about how much of a guess was right; the token id, which is public, only picks the Secret.
 
 No Authorization header: the anonymous user (only what ``authz`` lets anonymous do; the server answers 401 for
@@ -19,6 +19,7 @@ from typing import Any
 from minik.apiserver.admission.base import ObjectReader
 from minik.apiserver.request import ApiRequest, User
 from minik.security import tokens
+from minik.security.serviceaccounts import ServiceAccountTokens, looks_like_jwt
 
 AUTHENTICATED = "system:authenticated"
 ANONYMOUS = User("system:anonymous", ("system:unauthenticated",))
@@ -72,15 +73,26 @@ def _with_authenticated(name: str, groups: tuple[str, ...]) -> User:
 class TokenAuthenticator:
     """The cluster's authenticator (the ``Authenticator`` protocol of the request pipeline)."""
 
-    def __init__(self, reader: ObjectReader, static: StaticTokens | None = None) -> None:
+    def __init__(self, reader: ObjectReader, static: StaticTokens | None = None,
+                 service_accounts: ServiceAccountTokens | None = None) -> None:
         self.reader = reader
         self.static = static or StaticTokens()
+        self.service_accounts = service_accounts
+        #: the audiences the API server accepts tokens for (TokenReview compares what it is asked about)
+        self.audiences: tuple[str, ...] = service_accounts.issuer.audiences if service_accounts else ()
 
     async def authenticate(self, request: ApiRequest) -> User | None:
         token = bearer_token(request.headers)
         if token is None:
             return ANONYMOUS
-        return self.authenticate_token(token)
+        return await self.authenticate_bearer(token)
+
+    async def authenticate_bearer(self, token: str) -> User | None:
+        """The user a bearer token stands for (TokenReview asks this too), or None."""
+        user = self.authenticate_token(token)
+        if user is None and self.service_accounts is not None and looks_like_jwt(token):
+            user = await self.service_accounts.authenticate(token)
+        return user
 
     def authenticate_token(self, token: str) -> User | None:
         if not token:

@@ -26,7 +26,8 @@ from minik.apiserver.request import ApiRequest, ApiResponse, User
 from minik.client import Client
 from minik.security import tokens
 from minik.security.authn import is_anonymous
-from minik.security.authz import JOIN_GROUP, is_admin
+from minik.security.authz import is_admin
+from minik.security.rbac.policy import JOIN_TOKENS as JOIN_GROUP
 
 if TYPE_CHECKING:
     from minik.security.ca import CertificateAuthority

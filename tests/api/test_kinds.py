@@ -24,7 +24,9 @@ def test_every_kind_is_registered_with_the_short_names_kubectl_shows() -> None:
         "events": ("ev",), "configmaps": ("cm",), "secrets": (), "serviceaccounts": ("sa",),
         "replicationcontrollers": ("rc",), "deployments": ("deploy",), "replicasets": ("rs",),
         "daemonsets": ("ds",), "statefulsets": ("sts",), "jobs": (), "cronjobs": ("cj",), "leases": (),
-        "priorityclasses": ("pc",),
+        "priorityclasses": ("pc",), "roles": (), "clusterroles": (), "rolebindings": (), "clusterrolebindings": (),
+        "tokenreviews": (), "selfsubjectreviews": (), "subjectaccessreviews": (), "selfsubjectaccessreviews": (),
+        "localsubjectaccessreviews": (), "selfsubjectrulesreviews": (),
     }
     assert REGISTRY.resolve("deploy") is resource("deployments")
     assert REGISTRY.resolve("pc") is resource("priorityclasses")
@@ -48,7 +50,8 @@ def test_subresources_are_those_kubernetes_serves() -> None:
     for plural in ("nodes", "services", "daemonsets", "jobs", "cronjobs"):
         assert resource(plural).subresources == ("status",)
     assert resource("namespaces").subresources == ("status", "finalize")
-    for plural in ("events", "configmaps", "secrets", "serviceaccounts", "leases", "priorityclasses", "endpoints"):
+    assert resource("serviceaccounts").subresources == ("token",)
+    for plural in ("events", "configmaps", "secrets", "leases", "priorityclasses", "endpoints"):
         assert resource(plural).subresources == ()
         assert not resource(plural).strategy.has_status
 
@@ -56,7 +59,9 @@ def test_subresources_are_those_kubernetes_serves() -> None:
 def test_each_strategy_knows_the_scope_the_registry_declares() -> None:
     for t in REGISTRY.types:
         assert t.strategy.namespace_scoped == t.namespaced, t.plural
-    assert {t.plural for t in REGISTRY.types if not t.namespaced} == {"namespaces", "nodes", "priorityclasses"}
+    assert {t.plural for t in REGISTRY.types if not t.namespaced} == {
+        "namespaces", "nodes", "priorityclasses", "clusterroles", "clusterrolebindings", "tokenreviews",
+        "selfsubjectreviews", "subjectaccessreviews", "selfsubjectaccessreviews", "selfsubjectrulesreviews"}
 
 
 @pytest.mark.parametrize("plural, extra", [

@@ -16,7 +16,6 @@ import pytest
 
 from minik.apiserver.request import User
 from minik.cluster import COMPONENTS, Cluster, ClusterSettings
-from minik.security import authz
 from minik.security.credentials import mint
 
 if TYPE_CHECKING:
@@ -69,9 +68,12 @@ async def small(tmp_path: Path) -> AsyncIterator[Cluster]:
 
 
 async def test_an_overload_gets_429_with_retry_after_and_the_server_recovers(small: Cluster) -> None:
-    controllers = mint(small.tokens, User(authz.CONTROLLER_MANAGER))  # not exempt, as an admin would be
+    await small.in_process_client().create("clusterrolebindings.rbac.authorization.k8s.io", {
+        "metadata": {"name": "writer"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                                    "name": "edit"}, "subjects": [{"kind": "User", "name": "writer"}]})
+    writer = mint(small.tokens, User("writer"))  # not exempt, as an admin would be
     node = mint(small.tokens, User("system:node:n1", ("system:nodes",)))
-    headers = {"Authorization": f"Bearer {controllers}"}
+    headers = {"Authorization": f"Bearer {writer}"}
     connector = aiohttp.TCPConnector(limit=0, ssl=tls(small))
     async with aiohttp.ClientSession(base_url=small.url, connector=connector) as session:
         async with session.post("/api/v1/nodes", json={"metadata": {"name": "n1"}},

@@ -15,7 +15,8 @@ from minik.api import schema
 from minik.api.resources import REGISTRY
 from minik.apiserver.openapi import OpenApi
 
-SERVED = {"api/v1", "apis/apps/v1", "apis/batch/v1", "apis/coordination.k8s.io/v1", "apis/scheduling.k8s.io/v1"}
+SERVED = {"api/v1", "apis/apps/v1", "apis/batch/v1", "apis/coordination.k8s.io/v1", "apis/scheduling.k8s.io/v1",
+          "apis/rbac.authorization.k8s.io/v1", "apis/authentication.k8s.io/v1", "apis/authorization.k8s.io/v1"}
 
 
 async def fetch(http, path: str) -> tuple[int, Any]:
@@ -109,7 +110,8 @@ def test_schema_json_covers_every_kind_and_its_list() -> None:
     s = schema.load()
     for t in REGISTRY.types:
         assert s.type_of_kind(t.api_version, t.kind) in s.types, t.kind
-        assert s.type_of_kind(t.api_version, t.kind_list) in s.types, t.kind_list
+        if "list" in t.verbs:  # the reviews are never listed, and have no list kind
+            assert s.type_of_kind(t.api_version, t.kind_list) in s.types, t.kind_list
     assert "io.k8s.api.core.v1.Container" in s.reachable(["io.k8s.api.core.v1.Pod"])
 
 

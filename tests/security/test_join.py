@@ -180,4 +180,6 @@ async def test_the_join_endpoint_refuses_bad_requests_with_a_status(secure: Clus
     status, _, _ = await raw(secure, "POST", "/minik/v1/nodecredentials", None, json={})
     assert status == 401
     status, _, _ = await raw(secure, "GET", "/minik/v1/nodecredentials", token)
+    assert status == 403  # a join token may only post there
+    status, _, _ = await raw(secure, "GET", "/minik/v1/nodecredentials", secure.admin_token)
     assert status == 405

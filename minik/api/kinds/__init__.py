@@ -1,6 +1,6 @@
 """Per-kind strategies: defaults, validation and field selectors for every resource minik serves.
 
-One module per API group (core, apps, batch, cluster); the pod spec rules every workload template shares live
+One module per API group (core, apps, batch, cluster, rbac, reviews); the pod spec rules every workload template shares live
 in podspec (defaults, QoS) and podvalidation. ``minik.api.resources`` puts them into the registry.
 """
 
@@ -10,10 +10,14 @@ from minik.api.kinds.cluster import LeaseStrategy, PriorityClassStrategy
 from minik.api.kinds.core import (ConfigMapStrategy, EndpointsStrategy, EventStrategy, NamespaceStrategy,
                                   NodeStrategy, PodStrategy, ReplicationControllerStrategy, SecretStrategy,
                                   ServiceAccountStrategy, ServiceStrategy)
+from minik.api.kinds.reviews import ClusterReviewStrategy, NamespacedReviewStrategy
+from minik.api.kinds.rbac import (ClusterRoleBindingStrategy, ClusterRoleStrategy, RoleBindingStrategy,
+                                  RoleStrategy)
 
 __all__ = [
-    "ConfigMapStrategy", "CronJobStrategy", "DaemonSetStrategy", "DeploymentStrategy", "EndpointsStrategy",
-    "EventStrategy", "JobStrategy", "LeaseStrategy", "NamespaceStrategy", "NodeStrategy", "PodStrategy",
-    "PriorityClassStrategy", "ReplicaSetStrategy", "ReplicationControllerStrategy", "SecretStrategy",
-    "ServiceAccountStrategy", "ServiceStrategy", "StatefulSetStrategy",
+    "ClusterReviewStrategy", "ClusterRoleBindingStrategy", "ClusterRoleStrategy", "ConfigMapStrategy", "CronJobStrategy", "DaemonSetStrategy",
+    "DeploymentStrategy", "EndpointsStrategy", "EventStrategy", "JobStrategy", "LeaseStrategy", "NamespaceStrategy", "NamespacedReviewStrategy",
+    "NodeStrategy", "PodStrategy", "PriorityClassStrategy", "ReplicaSetStrategy", "ReplicationControllerStrategy",
+    "RoleBindingStrategy", "RoleStrategy", "SecretStrategy", "ServiceAccountStrategy", "ServiceStrategy",
+    "StatefulSetStrategy",
 ]

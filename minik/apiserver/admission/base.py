@@ -1,5 +1,5 @@
-"""The request pipeline's replaceable stages: the authenticator, authorizer and admission plugin protocols,
-what admission sees of a request, and the chain that runs the plugins.
+"""The request pipeline's replaceable stages: the authenticator and admission plugin protocols (the authorizer's
+is minik.apiserver.authorization), what admission sees of a request, and the chain that runs the plugins.
 
 Each stage is a small protocol so real implementations replace the defaults without touching the handlers:
 authenticate -> authorize -> decode -> admit (mutating, then validating) -> validate -> store.
@@ -13,7 +13,6 @@ from typing import Any, Protocol
 
 from minik.api.registry import Registry, ResourceType
 from minik.apiserver.request import ApiRequest, User
-from minik.apiserver.requestinfo import RequestInfo
 from minik.store import Record, Store
 
 Obj = dict[str, Any]
@@ -21,12 +20,6 @@ Obj = dict[str, Any]
 
 class Authenticator(Protocol):
     async def authenticate(self, request: ApiRequest) -> User | None: ...
-
-
-class Authorizer(Protocol):
-    async def authorize(self, user: User, info: RequestInfo) -> str | None:
-        """None to allow, or the reason for a 403."""
-        ...
 
 
 _LOOPBACK_ADMIN = User("system:admin", ("system:masters", "system:authenticated"))
@@ -37,11 +30,6 @@ class LoopbackAuthenticator:
 
     async def authenticate(self, request: ApiRequest) -> User | None:
         return _LOOPBACK_ADMIN
-
-
-class AllowAll:
-    async def authorize(self, user: User, info: RequestInfo) -> str | None:
-        return None
 
 
 @dataclass

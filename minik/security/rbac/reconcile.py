@@ -1,0 +1,161 @@
+"""Bringing the bootstrap policy into the store at every start, as kube-apiserver's rbac/bootstrap-roles hook does.
+
+An object that is missing is created. One that exists is only ever added to, never narrowed: missing labels,
+annotations, rules (what the stored rules do not already cover), aggregation selectors and binding subjects are
+added, and everything an admin added stays. A binding whose roleRef differs is replaced (a roleRef cannot
+change). An object annotated ``rbac.authorization.kubernetes.io/autoupdate: "false"`` is left as it is. The
+rules of an aggregated ClusterRole (admin, edit, view) are the aggregation controller's, not this module's.
+
+Then every aggregated ClusterRole gets the rules it gathers, as the aggregation controller would give them, so
+that the user-facing roles work from the first request whether the controllers run or not. Each step's writes
+are made together (one commit of the store's writer); a restart with nothing to change writes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import structlog
+
+from minik.api.errors import StatusError
+from minik.api.kinds.rbac import aggregated_rules, aggregation_selectors
+from minik.api.registry import Registry
+from minik.apiserver.request import User
+from minik.apiserver.rest import ResourceRest
+from minik.security.rbac import policy
+from minik.security.rbac.rules import compile_rules, uncovered
+
+log = structlog.get_logger("minik.security.rbac")
+
+Obj = dict[str, Any]
+
+
+def _merged_map(existing: Any, wanted: dict[str, str]) -> dict[str, str]:
+    current = dict(existing) if isinstance(existing, dict) else {}
+    for key, value in wanted.items():
+        current.setdefault(key, value)
+    return current
+
+
+def reconciled_role(existing: Obj, wanted: Obj) -> Obj | None:
+    """``existing`` with what ``wanted`` has and it lacks, or None when nothing is missing (or autoupdate is
+    off)."""
+    meta = existing.get("metadata") or {}
+    if (meta.get("annotations") or {}).get(policy.AUTOUPDATE) == "false":
+        return None
+    result = copy.deepcopy(existing)
+    out_meta = result.setdefault("metadata", {})
+    out_meta["labels"] = _merged_map(meta.get("labels"), wanted["metadata"]["labels"])
+    out_meta["annotations"] = _merged_map(meta.get("annotations"), wanted["metadata"]["annotations"])
+    aggregation = wanted.get("aggregationRule")
+    if aggregation is not None:
+        current = result.get("aggregationRule") if isinstance(result.get("aggregationRule"), dict) else {}
+        selectors = list(current.get("clusterRoleSelectors") or [])
+        selectors += [s for s in aggregation["clusterRoleSelectors"] if s not in selectors]
+        result["aggregationRule"] = {**current, "clusterRoleSelectors": selectors}
+    else:
+        rules = result.get("rules") if isinstance(result.get("rules"), list) else []
+        have = compile_rules(rules)
+        missing = [r for r in wanted["rules"] if uncovered(have, compile_rules([r]))]
+        result["rules"] = rules + missing
+    return None if result == existing else result
+
+
+def reconciled_binding(existing: Obj, wanted: Obj) -> Obj | None:
+    """``existing`` with the subjects, labels and annotations of ``wanted`` it lacks, or None."""
+    meta = existing.get("metadata") or {}
+    if (meta.get("annotations") or {}).get(policy.AUTOUPDATE) == "false":
+        return None
+    result = copy.deepcopy(existing)
+    out_meta = result.setdefault("metadata", {})
+    out_meta["labels"] = _merged_map(meta.get("labels"), wanted["metadata"]["labels"])
+    out_meta["annotations"] = _merged_map(meta.get("annotations"), wanted["metadata"]["annotations"])
+    subjects = list(result.get("subjects") or [])
+    subjects += [s for s in wanted["subjects"] if s not in subjects]
+    if subjects:
+        result["subjects"] = subjects
+    return None if result == existing else result
+
+
+async def reconcile(registry: Registry, rest_for: Callable[[Any], ResourceRest], user: User) -> int:
+    """Create or complete every object of the bootstrap policy as ``user`` (an admin), and the controllers'
+    service accounts where missing; the number written."""
+    rbac = policy.RBAC_GROUP
+    plans: list[tuple[str, Obj, Callable[[Obj, Obj], Obj | None]]] = [
+        *(("clusterroles", o, reconciled_role) for o in policy.cluster_roles()),
+        *(("roles", o, reconciled_role) for o in policy.roles()),
+        *(("clusterrolebindings", o, reconciled_binding) for o in policy.cluster_role_bindings()),
+        *(("rolebindings", o, reconciled_binding) for o in policy.role_bindings()),
+    ]
+    writes: list[Awaitable[Any]] = []
+    accounts = registry.get("", "v1", "serviceaccounts")
+    assert accounts is not None
+    for account in policy.service_accounts():
+        meta = account["metadata"]
+        if rest_for(accounts).store.get(accounts.key(meta["namespace"], meta["name"])) is None:
+            writes.append(rest_for(accounts).create(account, meta["namespace"], user))
+    for plural, wanted, reconciled in plans:
+        resource = registry.get(rbac, "v1", plural)
+        assert resource is not None
+        rest = rest_for(resource)
+        meta = wanted["metadata"]
+        namespace, name = meta.get("namespace"), meta["name"]
+        record = rest.store.get(resource.key(namespace, name))
+        if record is None:
+            writes.append(rest.create(wanted, namespace, user))
+            continue
+        existing = record.object()
+        if "roleRef" in wanted and existing.get("roleRef") != wanted["roleRef"]:
+            if (existing["metadata"].get("annotations") or {}).get(policy.AUTOUPDATE) != "false":
+                writes.append(_replace(rest, wanted, namespace, name, user))
+            continue
+        updated = reconciled(existing, wanted)
+        if updated is not None:
+            writes.append(rest.update(updated, namespace, name, user))
+    await _all(writes)
+    written = len(writes) + await aggregate(registry, rest_for, user)
+    if written:
+        log.info("bootstrap policy reconciled", written=written)
+    return written
+
+
+async def aggregate(registry: Registry, rest_for: Callable[[Any], ResourceRest], user: User) -> int:
+    """Give every aggregated ClusterRole the rules it gathers, as the aggregation controller would (so that
+    ``view``, ``edit`` and ``admin`` grant what they should from the first request, controllers running or not);
+    the number of roles written."""
+    resource = registry.get(policy.RBAC_GROUP, "v1", "clusterroles")
+    assert resource is not None
+    rest = rest_for(resource)
+    roles = {r.key: r.object() for r in (await rest.store.list(resource.prefix())).items}
+    changed: set[str] = set()
+    for _ in range(len(roles)):  # aggregated roles may gather aggregated roles (admin gathers edit gathers view)
+        moved = False
+        for key, role in roles.items():
+            if not aggregation_selectors(role):
+                continue
+            rules = aggregated_rules(role, list(roles.values()))
+            if rules != (role.get("rules") or []):
+                roles[key] = {**role, "rules": rules}
+                changed.add(key)
+                moved = True
+        if not moved:
+            break
+    await _all([rest.update(roles[key], None, roles[key]["metadata"]["name"], user) for key in changed])
+    return len(changed)
+
+
+async def _all(writes: list[Awaitable[Any]]) -> None:
+    """Make the writes together (one commit), tolerating another server of the same store having made them."""
+    for result in await asyncio.gather(*writes, return_exceptions=True):
+        if isinstance(result, StatusError) and result.reason in ("AlreadyExists", "Conflict"):
+            continue
+        if isinstance(result, BaseException):
+            raise result
+
+
+async def _replace(rest: ResourceRest, wanted: Obj, namespace: str | None, name: str, user: User) -> None:
+    await rest.delete(namespace, name, {}, user)
+    await rest.create(wanted, namespace, user)
