@@ -38,10 +38,21 @@ CREDENTIALS_DIR = "credentials"
 
 
 def _labels(_ctx: click.Context, _param: click.Parameter, value: str | None) -> dict[str, str]:
+    """The extra labels, refused here when NodeRestriction would refuse the Node that carries them (as the
+    kubelet refuses such --node-labels at start rather than failing to register)."""
+    from minik.apiserver.admission.node_restriction import forbidden_labels
+
     try:
-        return parse_labels(value or "")
+        labels = parse_labels(value or "")
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
+    bad = forbidden_labels(labels)
+    if bad:
+        raise click.BadParameter(f"a node may not set {', '.join(bad)} on itself: of the kubernetes.io and k8s.io "
+                                 "labels only the kubelet's own (kubernetes.io/hostname, topology.kubernetes.io/..., "
+                                 "node.kubernetes.io/..., kubelet.kubernetes.io/...) are allowed; an admin sets the "
+                                 "others on the Node")
+    return labels
 
 
 def _taints(_ctx: click.Context, _param: click.Parameter, value: str | None) -> list[dict[str, str]]:
