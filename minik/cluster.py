@@ -270,6 +270,14 @@ class Cluster:
             return User(NODE_USER_PREFIX + (self.settings.node_name or default_node_name()), (NODES,))
         return COMPONENT_USERS.get(name) or User(f"system:minik:component:{name}", (authz.MASTERS,))
 
+    def own_node_names(self) -> frozenset[str]:
+        """The nodes this cluster runs itself (the local node, simulated ones): names no join may take."""
+        if "node" in self.settings.disabled:
+            return frozenset()  # and the kubelet's modules are not imported
+        from minik.kubelet.component import own_node_names
+
+        return own_node_names(self.settings)
+
     async def start(self) -> None:
         began = time.perf_counter()
         s = self.settings
@@ -320,7 +328,8 @@ class Cluster:
                 from minik.security import joinserver
 
                 creds = self.credentials
-                self.api.extensions[joinserver.PATH] = joinserver.JoinServer(self.client, lambda: creds.ca).handle
+                self.api.extensions[joinserver.PATH] = joinserver.JoinServer(self.client, lambda: creds.ca,
+                                                                             self.own_node_names()).handle
                 await joinserver.publish_cluster_info(self.client, self.url, creds.ca_pem)
             await self._start_components()
             if self.credentials is not None:  # for the kubelets and admins who reach them; not needed to serve
