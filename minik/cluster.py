@@ -31,7 +31,7 @@ from minik.security import authz
 from minik.security.authn import StaticTokens, TokenAuthenticator
 from minik.security.authz import RoleAuthorizer
 from minik.security.credentials import ADMIN, APISERVER, UNSECURED, ClusterCredentials, mint, serving_names
-from minik.security.files import restrict
+from minik.security.files import private_dir, restrict
 from minik.security.tokens import NODE_USER_PREFIX, NODES
 from minik.store import Store, StoreSettings
 
@@ -281,7 +281,7 @@ class Cluster:
     async def start(self) -> None:
         began = time.perf_counter()
         s = self.settings
-        s.data_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(s.data_dir)  # 0700: everything in it is the cluster's alone
         sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_INTERVAL_SECONDS))
         credentials: asyncio.Future[ClusterCredentials] | None = None
         if self.secure:

@@ -31,6 +31,7 @@ from minik.cli.output import align, human_duration, parse_time
 from minik.cluster import COMPONENTS, Cluster, ClusterSettings, is_loopback
 from minik.client import Client, TransportError
 from minik.collector import freeze_survivors, settle_after_start
+from minik.security.files import open_private, private_data_dir
 
 #: how long `up --detach` waits for the cluster to answer /readyz, and `down` for it to exit
 WAIT_SECONDS = 30.0
@@ -238,10 +239,9 @@ def _answers_ready(url: str, ca_path: Path) -> bool:
 
 def _detach(ctx: click.Context, name: str, instance: Instance) -> None:
     began = time.monotonic()
-    instance.data_dir.mkdir(parents=True, exist_ok=True)
     console_path = instance.console_path
-    with open(console_path, "ab") as console:
-        offset = console.tell()
+    with os.fdopen(open_private(console_path), "ab") as console:
+        offset = os.lseek(console.fileno(), 0, os.SEEK_END)
         process = subprocess.Popen(_child_args(ctx, instance.data_dir), stdin=subprocess.DEVNULL, stdout=console,
                                    stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
     click.echo(f"minik: starting cluster {name!r} in the background (data in {instance.data_dir})")
@@ -326,6 +326,10 @@ def up(ctx: click.Context, name: str, data_dir: Path | None, bind: str, port: in
         where = f" at {running.url}" if running.url else ""
         raise fail(f"cluster {name!r} is already running (PID {running.pid}{where}); stop it with: "
                    f"minik down{_selector_args(name, data)}")
+    try:
+        private_data_dir(data)  # 0700, and what an older minik left readable made 0600
+    except OSError as exc:
+        raise fail(f"cannot make {data} private: {exc.strerror or exc}") from None
     if detach:
         _detach(ctx, name, instance)
         return

@@ -4,6 +4,7 @@ kubeconfig kubectl uses at once, a clean stop on SIGTERM that keeps the data, an
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import signal
@@ -202,3 +203,29 @@ def test_client_commands_without_a_cluster_say_how_to_start_one(tmp_path: Path) 
     assert refused.exit_code == 1
     assert refused.stderr.strip() == ("The connection to the server 127.0.0.1:1 was refused - did you specify the "
                                       "right host or port?")
+
+
+def assert_private(data: Path) -> None:
+    """The data directory and every directory in it 0700, every file 0600."""
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700
+    for path in data.rglob("*"):
+        mode = stat.S_IMODE(path.lstat().st_mode)
+        assert mode == (0o700 if path.is_dir() else 0o600), f"{path} is {oct(mode)}"
+
+
+def test_up_detached_keeps_its_data_private(tmp_path: Path) -> None:
+    home, data = tmp_path / "home", tmp_path / "data"
+    up = ["up", "-d", "--data-dir", str(data), "--port", "0", "--no-node", "--disable", "scheduler"]
+    assert run(home, *up).returncode == 0
+    try:
+        assert_private(data)
+    finally:
+        assert run(home, "down", "--data-dir", str(data)).returncode == 0
+    assert_private(data)
+    for path in [data, *data.rglob("*")]:  # as an older minik left it
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    assert run(home, *up).returncode == 0
+    try:
+        assert_private(data)
+    finally:
+        assert run(home, "down", "--data-dir", str(data)).returncode == 0
