@@ -153,9 +153,9 @@ class JoinServer:
         for item in existing.get("items") or []:
             credential = tokens.read_node_credential_secret(item)
             if credential is not None and credential.node == node:
+                also = "" if admin else f" and delete its Node if there is one (`minik delete node {node}`)"
                 raise _taken(node, f"the node has a credential already (id {credential.id}): to join it again, "
-                                   f"revoke it with `minik token delete {credential.id}`"
-                                   + ("" if admin else f" and delete the Node (`minik delete node {node}`)"))
+                                   f"revoke it with `minik token delete {credential.id}`{also}")
         if admin:
             return
         try:
