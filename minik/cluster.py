@@ -33,12 +33,12 @@ from minik.security import authz
 from minik.security.authn import StaticTokens, TokenAuthenticator
 from minik.security.authz import ClusterAuthorizer
 from minik.security.credentials import ADMIN, APISERVER, UNSECURED, ClusterCredentials, mint, serving_names
-from minik.security.files import restrict
+from minik.security.files import private_dir, restrict
 from minik.security.rbac import policy
 from minik.security.rbac.escalation import RbacEscalation
 from minik.security.rbac.reconcile import reconcile
-from minik.security.serviceaccounts import ServiceAccountTokens, TokenIssuer, service_account_user
 from minik.security.reviews import Reviews
+from minik.security.serviceaccounts import ServiceAccountTokens, TokenIssuer, service_account_user
 from minik.security.tokenrequest import TokenRequests
 from minik.security.tokens import NODE_USER_PREFIX, NODES
 from minik.store import Store, StoreSettings
@@ -297,10 +297,18 @@ class Cluster:
             return User(NODE_USER_PREFIX + (self.settings.node_name or default_node_name()), (NODES,))
         return COMPONENT_USERS.get(name) or User(f"system:minik:component:{name}", (authz.MASTERS,))
 
+    def own_node_names(self) -> frozenset[str]:
+        """The nodes this cluster runs itself (the local node, simulated ones): names no join may take."""
+        if "node" in self.settings.disabled:
+            return frozenset()  # and the kubelet's modules are not imported
+        from minik.kubelet.component import own_node_names
+
+        return own_node_names(self.settings)
+
     async def start(self) -> None:
         began = time.perf_counter()
         s = self.settings
-        s.data_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(s.data_dir)  # 0700: everything in it is the cluster's alone
         sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_INTERVAL_SECONDS))
         credentials: asyncio.Future[ClusterCredentials] | None = None
         if self.secure:
@@ -358,7 +366,8 @@ class Cluster:
                 from minik.security import joinserver
 
                 creds = self.credentials
-                self.api.extensions[joinserver.PATH] = joinserver.JoinServer(self.client, lambda: creds.ca).handle
+                self.api.extensions[joinserver.PATH] = joinserver.JoinServer(self.client, lambda: creds.ca,
+                                                                             self.own_node_names()).handle
                 await joinserver.publish_cluster_info(self.client, self.url, creds.ca_pem)
             await self._start_components()
             if self.credentials is not None:  # for the kubelets and admins who reach them; not needed to serve

@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import TextIO
 
 import structlog
 
+from minik.security.files import open_private
+
 
 def configure(level: str = "info", path: Path | None = None, stream: TextIO | None = None) -> None:
-    """Send logs as JSON lines to ``path`` (appending) or ``stream`` (default stderr)."""
+    """Send logs as JSON lines to ``path`` (appending; the file is 0600) or ``stream`` (default stderr)."""
     numeric = logging.getLevelName(level.upper())
     if not isinstance(numeric, int):
         numeric = logging.INFO
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        out: TextIO = open(path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - lives as long as the process
+        out: TextIO = os.fdopen(open_private(path), "a", buffering=1, encoding="utf-8")  # lives with the process
     else:
         out = stream or sys.stderr
     structlog.configure(

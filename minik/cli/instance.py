@@ -4,7 +4,8 @@ URL since when.
 The running `minik up` holds an exclusive lock on ``DATA_DIR/minik.lock`` (holding its PID) for its whole life,
 so two processes never serve one store, and "running" means exactly "the lock is held" — a crashed process
 releases it, whatever its PID became. Once ready it writes ``DATA_DIR/running.json`` (URL, start time, disabled
-components) and removes it when it stops.
+components) and removes it when it stops. The data directory is 0700 and both files 0600
+(``minik.security.files``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
+
+from minik.security.files import private_dir, write_private
 
 
 @dataclass(frozen=True)
@@ -72,8 +75,10 @@ class Instance:
     # -- the lock (held by the process that serves the data directory) --------------------------------------
     def acquire(self) -> None:
         """Take the data directory for this process; AlreadyRunning if another process has it."""
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        handle = open(self.lock_path, "a+", encoding="utf-8")  # noqa: SIM115 - held until release()
+        private_dir(self.data_dir)
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        os.fchmod(fd, 0o600)
+        handle = os.fdopen(fd, "r+", encoding="utf-8")  # held until release()
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -110,9 +115,7 @@ class Instance:
     def publish(self, url: str, name: str, disabled: tuple[str, ...]) -> RunState:
         state = RunState(os.getpid(), url, name, datetime.now(timezone.utc).isoformat(timespec="seconds"),
                          str(self.kubeconfig_path), disabled)
-        tmp = self.state_path.with_suffix(".tmp")
-        tmp.write_text(state.to_json(), encoding="utf-8")
-        os.replace(tmp, self.state_path)
+        write_private(self.state_path, state.to_json().encode())
         return state
 
     def running(self) -> RunState | None:

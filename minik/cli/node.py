@@ -29,6 +29,7 @@ from minik.kubelet.agent import AgentSettings, NodeAgent
 from minik.kubelet.component import default_node_name
 from minik.kubelet.node import host_address, parse_labels, parse_taints
 from minik.kubelet.server import DEFAULT_PORT
+from minik.security.files import private_data_dir
 
 if TYPE_CHECKING:
     from minik.security.join import JoinedNode
@@ -38,10 +39,21 @@ CREDENTIALS_DIR = "credentials"
 
 
 def _labels(_ctx: click.Context, _param: click.Parameter, value: str | None) -> dict[str, str]:
+    """The extra labels, refused here when NodeRestriction would refuse the Node that carries them (as the
+    kubelet refuses such --node-labels at start rather than failing to register)."""
+    from minik.apiserver.admission.node_restriction import forbidden_labels
+
     try:
-        return parse_labels(value or "")
+        labels = parse_labels(value or "")
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
+    bad = forbidden_labels(labels)
+    if bad:
+        raise click.BadParameter(f"a node may not set {', '.join(bad)} on itself: of the kubernetes.io and k8s.io "
+                                 "labels only the kubelet's own (kubernetes.io/hostname, topology.kubernetes.io/..., "
+                                 "node.kubernetes.io/..., kubelet.kubernetes.io/...) are allowed; an admin sets the "
+                                 "others on the Node")
+    return labels
 
 
 def _taints(_ctx: click.Context, _param: click.Parameter, value: str | None) -> list[dict[str, str]]:
@@ -136,10 +148,13 @@ def join(server: str, token: str | None, ca_hash: str | None, name: str | None, 
     data = data_dir or Path.home() / ".minik" / "nodes" / node_name
     instance = Instance(data)
     try:
+        private_data_dir(data)  # 0700, and files an older minik left readable made 0600
         instance.acquire()
     except AlreadyRunning as exc:
         raise fail(f"a node already runs from {data} (PID {exc.pid}); give this one another --name or "
                    "--data-dir") from None
+    except OSError as exc:
+        raise fail(f"cannot use {data}: {exc.strerror or exc}") from None
     try:
         if str(log_file) == "-":
             logging_setup.configure(log_level, stream=sys.stderr)

@@ -48,6 +48,20 @@ async def up_join_token(client: Client) -> str:
     return value
 
 
+async def revoke_up_join_tokens(client: Client) -> None:
+    """Delete every token `minik up` made for its join command (an older minik wrote them into a console file
+    others could read)."""
+    listed = await client.list("secrets", tokens.NAMESPACE, field_selector=f"type={tokens.BOOTSTRAP_TYPE}")
+    for secret in listed.get("items") or []:
+        bootstrap = tokens.read_bootstrap_secret(secret)
+        if bootstrap is not None and bootstrap.description == UP_TOKEN_DESCRIPTION:
+            try:
+                await client.delete("secrets", tokens.BOOTSTRAP_PREFIX + bootstrap.id, tokens.NAMESPACE)
+            except StatusError as exc:
+                if exc.code != 404:
+                    raise
+
+
 def _ttl(_ctx: click.Context, _param: click.Parameter, value: str) -> datetime.timedelta:
     try:
         return tokens.parse_duration(value)

@@ -1,5 +1,14 @@
 """The cluster's life on this machine: `minik up` (foreground or --detach), `minik down`, `minik status` and
-`minik kubeconfig`."""
+`minik kubeconfig`.
+
+The join command (it carries a join token) is shown to a person only, never written to a file: `minik up` in
+the foreground prints it when its output is a terminal (else how to make one: `minik token create
+--print-join-command`); with --detach, the background process writes its output to DATA_DIR/minik.out without
+it, and the parent asks the API for the token with the admin kubeconfig and prints the command on its own
+output. The data directory is 0700 and every file minik writes in it 0600 (``minik.security.files``); one an
+older minik left readable is tightened at start, and when its minik.out was readable the join tokens `minik up`
+printed into it are revoked (the next join command carries a new one).
+"""
 
 from __future__ import annotations
 
@@ -31,6 +40,7 @@ from minik.cli.output import align, human_duration, parse_time
 from minik.cluster import COMPONENTS, Cluster, ClusterSettings, is_loopback
 from minik.client import Client, TransportError
 from minik.collector import freeze_survivors, settle_after_start
+from minik.security.files import open_private, private_data_dir
 
 #: how long `up --detach` waits for the cluster to answer /readyz, and `down` for it to exit
 WAIT_SECONDS = 30.0
@@ -90,20 +100,30 @@ def _join_url(bind: str, url: str) -> str:
     return f"{scheme}://{host_address()}:{port}"
 
 
-async def _join_line(client: Client, url: str, ca_hash: str) -> str:
+#: what the foreground `minik up` prints instead of the join command when its output is not a terminal (a log
+#: file, a journal): a token must not be kept there
+JOIN_HINT = "minik: to add a node, make a join command with: minik token create --print-join-command"
+
+
+async def _join_line(client: Client, url: str, ca_hash: str, *, renew: bool = False, show: bool = True) -> str:
     """The command that adds a node to this cluster, as kubeadm init prints it: a join token of its own (valid for
-    a day) and the hash of the cluster CA the joining node pins."""
-    from minik.cli.token import up_join_token
+    a day) and the hash of the cluster CA the joining node pins. ``renew``: revoke the tokens it printed before;
+    ``show`` False: no token, JOIN_HINT."""
+    from minik.cli.token import revoke_up_join_tokens, up_join_token
     from minik.security.join import join_command
 
     try:
+        if renew:
+            await revoke_up_join_tokens(client)
+        if not show:
+            return JOIN_HINT
         token = await up_join_token(client)
     except (StatusError, TransportError) as exc:
         return f"minik: warning: no join token was made ({exc}); make one with `minik token create`"
     return f"minik: add a node with: {join_command(url, token, ca_hash)}"
 
 
-def _detached_join_line(kubeconfig_path: Path, url: str) -> str:
+def _detached_join_line(kubeconfig_path: Path, url: str, *, renew: bool = False) -> str:
     """The join line for a cluster started in the background, made with the admin kubeconfig it wrote."""
     try:
         endpoint = kubeconfig.endpoint(kubeconfig_path)
@@ -118,7 +138,8 @@ def _detached_join_line(kubeconfig_path: Path, url: str) -> str:
     async def main() -> None:
         async with Client.http(endpoint.server, endpoint.token, ssl=endpoint.ssl_context(),
                                timeout_seconds=10) as client:
-            lines.append(await _join_line(client, url, public_key_hash(load_cert(endpoint.ca_data or b""))))
+            lines.append(await _join_line(client, url, public_key_hash(load_cert(endpoint.ca_data or b"")),
+                                          renew=renew))
 
     run(main())
     return lines[0]
@@ -141,7 +162,8 @@ def _merge_user_kubeconfig(name: str, config: kubeconfig.Config) -> None:
     click.echo(f"minik: context {name!r} merged into {user_path}" + (" (and made current)" if current else ""))
 
 
-async def _serve(settings: ClusterSettings, instance: Instance, update_kubeconfig: bool) -> None:
+async def _serve(settings: ClusterSettings, instance: Instance, update_kubeconfig: bool,
+                 renew_join_token: bool = False) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGHUP: the terminal went away
@@ -170,7 +192,9 @@ async def _serve(settings: ClusterSettings, instance: Instance, update_kubeconfi
             click.echo(f"minik: disabled: {', '.join(sorted(settings.disabled))}")
         click.echo(_ready_line(cluster.started_seconds, cluster.url, path), nl=True)
         if creds is not None and cluster.client is not None:
-            click.echo(await _join_line(cluster.client, _join_url(settings.bind, cluster.url), creds.ca_hash))
+            # a person reads a terminal; a log file or journal would keep the token
+            click.echo(await _join_line(cluster.client, _join_url(settings.bind, cluster.url), creds.ca_hash,
+                                        renew=renew_join_token, show=sys.stdout.isatty()))
         sys.stdout.flush()
         freezer = start_task(freeze_survivors(), "freeze survivors")
         try:
@@ -236,12 +260,11 @@ def _answers_ready(url: str, ca_path: Path) -> bool:
         return False
 
 
-def _detach(ctx: click.Context, name: str, instance: Instance) -> None:
+def _detach(ctx: click.Context, name: str, instance: Instance, renew_join_token: bool) -> None:
     began = time.monotonic()
-    instance.data_dir.mkdir(parents=True, exist_ok=True)
     console_path = instance.console_path
-    with open(console_path, "ab") as console:
-        offset = console.tell()
+    with os.fdopen(open_private(console_path), "ab") as console:
+        offset = os.lseek(console.fileno(), 0, os.SEEK_END)
         process = subprocess.Popen(_child_args(ctx, instance.data_dir), stdin=subprocess.DEVNULL, stdout=console,
                                    stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
     click.echo(f"minik: starting cluster {name!r} in the background (data in {instance.data_dir})")
@@ -266,7 +289,8 @@ def _detach(ctx: click.Context, name: str, instance: Instance) -> None:
     click.echo(_ready_line(time.monotonic() - began, state.url, instance.kubeconfig_path))
     click.echo(f"minik: running in the background as PID {process.pid} (output in {console_path}); "
                f"stop it with: minik down{_selector_args(name, instance.data_dir)}")
-    join_line = _detached_join_line(instance.kubeconfig_path, _join_url(ctx.params["bind"], state.url))
+    join_line = _detached_join_line(instance.kubeconfig_path, _join_url(ctx.params["bind"], state.url),
+                                    renew=renew_join_token)
     if join_line:
         click.echo(join_line)
 
@@ -326,8 +350,12 @@ def up(ctx: click.Context, name: str, data_dir: Path | None, bind: str, port: in
         where = f" at {running.url}" if running.url else ""
         raise fail(f"cluster {name!r} is already running (PID {running.pid}{where}); stop it with: "
                    f"minik down{_selector_args(name, data)}")
+    try:  # an older minik printed join tokens into a console output others could read: replace them
+        renew_join_token = instance.console_path in private_data_dir(data)
+    except OSError as exc:
+        raise fail(f"cannot make {data} private: {exc.strerror or exc}") from None
     if detach:
-        _detach(ctx, name, instance)
+        _detach(ctx, name, instance, renew_join_token)
         return
     try:
         instance.acquire()
@@ -342,7 +370,7 @@ def up(ctx: click.Context, name: str, data_dir: Path | None, bind: str, port: in
                                    disabled=disabled, service_cidr=service_cidr, local_node=not no_node,
                                    fake_nodes=fake_nodes, node_name=node_name, node_runtime=runtime,
                                    insecure_loopback=insecure_loopback, tls_sans=tls_san)
-        run(_serve(settings, instance, update_kubeconfig))
+        run(_serve(settings, instance, update_kubeconfig, renew_join_token))
     finally:
         instance.release()
 

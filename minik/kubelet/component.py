@@ -31,16 +31,30 @@ def default_node_name() -> str:
     return name or "minik-node"
 
 
+def fake_node_names(count: int, prefix: str = "fake-node") -> list[str]:
+    width = max(3, len(str(count - 1)))
+    return [f"{prefix}-{i:0{width}d}" for i in range(count)]
+
+
 def fake_nodes(count: int, prefix: str = "fake-node") -> list[NodeConfig]:
     nodes = []
-    width = max(3, len(str(count - 1)))
-    for i in range(count):
-        name = f"{prefix}-{i:0{width}d}"
+    for i, name in enumerate(fake_node_names(count, prefix)):
         labels = well_known_labels(name)
         labels["minik.io/fake-node"] = "true"
         nodes.append(NodeConfig(name, f"10.{64 + (i >> 16) % 64}.{(i >> 8) & 255}.{i & 255}", dict(FAKE_CAPACITY),
                                 labels))
     return nodes
+
+
+def own_node_names(settings: "ClusterSettings") -> frozenset[str]:
+    """The nodes the node component of a cluster with ``settings`` runs (none when it is disabled): the local
+    node and the simulated ones. No join is ever handed one of these names."""
+    if "node" in settings.disabled:
+        return frozenset()
+    names = fake_node_names(settings.fake_nodes) if settings.fake_nodes else []
+    if settings.local_node:
+        names.append(settings.node_name or default_node_name())
+    return frozenset(names)
 
 
 class NodeComponent:

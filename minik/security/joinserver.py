@@ -5,13 +5,24 @@ exchanged for the node's own credential.
 The request (``NodeCredentialRequest``) names the node and may carry a PEM certificate request for the
 kubelet's serving certificate (CN ``system:node:NAME``, O ``system:nodes``, the node's addresses as
 subjectAltNames); the answer (``NodeCredential``, 201) holds the node's token (identity ``system:node:NAME``),
-the signed serving certificate and the CA. A node that already has a credential is refused (409): whoever holds
-a join token must not be able to take over a node that has joined; revoke the old credential first
-(``minik token delete ID``).
+the signed serving certificate and the CA.
+
+A join token is never handed a node name that is taken (409 AlreadyExists, the message saying how to free it):
+the cluster's own nodes (the local node of `minik up`, even before its Node is written, and its simulated
+nodes), a name with a credential, a name with a Node object. Otherwise whoever holds a join token could act as
+a node that runs: read the Secrets of its pods, receive their logs and exec (the API server relays them to the
+endpoint the impostor writes into the Node), post mirror pods the real kubelet then runs. Checks and issue
+happen under one lock, so two joins cannot both take a free name.
+
+An admin (``system:masters``) may issue a credential for a name whose Node exists: a node whose credential was
+revoked (a lost disk, a rotation) gets a new one and keeps its Node, with its pods, labels and taints; deleting
+the Node first would have its pods deleted with it. An admin too must revoke the old credential first, and the
+cluster's own nodes are never issued one.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +41,7 @@ from minik.security.authz import is_admin
 from minik.security.rbac.policy import JOIN_TOKENS as JOIN_GROUP
 
 if TYPE_CHECKING:
-    from minik.security.ca import CertificateAuthority
+    from minik.security.ca import CertificateAuthority, Issued
 
 log = structlog.get_logger("minik.security.join")
 
@@ -73,10 +84,14 @@ def _forbidden(user: User) -> StatusError:
 class JoinServer:
     """Handles ``POST /minik/v1/nodecredentials`` with the API server's own client (identity system:apiserver)."""
 
-    def __init__(self, client: Client, ca: Callable[[], CertificateAuthority]) -> None:
-        """``ca`` gives the cluster CA with its key (read when the first join comes)."""
+    def __init__(self, client: Client, ca: Callable[[], CertificateAuthority],
+                 own_nodes: frozenset[str] = frozenset()) -> None:
+        """``ca`` gives the cluster CA with its key (read when the first join comes); ``own_nodes`` are the names
+        of the nodes the cluster runs itself (``minik.kubelet.component.own_node_names``)."""
         self.client = client
         self.ca = ca
+        self.own_nodes = own_nodes
+        self._issuing = asyncio.Lock()
 
     async def handle(self, request: ApiRequest, user: User) -> ApiResponse:
         if is_anonymous(user):
@@ -106,27 +121,11 @@ class JoinServer:
         if causes:
             raise invalid("NodeCredentialRequest", "minik.io", str(node or ""), causes)
         assert isinstance(node, str)
-        serving = None
-        if csr:
-            from minik.security.ca import CertificateError
-
-            try:
-                serving = self.ca().sign_request(csr.encode(), tokens.NODE_USER_PREFIX + node, (tokens.NODES,),
-                                               server=True)
-            except CertificateError as exc:
-                raise invalid("NodeCredentialRequest", "minik.io", node, [
-                    Cause("servingCertificateRequest", "FieldValueInvalid", str(exc))]) from None
-        existing = await self.client.list("secrets", tokens.NAMESPACE,
-                                          field_selector=f"type={tokens.NODE_CREDENTIAL_TYPE}")
-        for item in existing.get("items") or []:
-            credential = tokens.read_node_credential_secret(item)
-            if credential is not None and credential.node == node:
-                err = already_exists("nodecredentials", "minik.io", node)
-                err.message += (f"; the node has a credential already (id {credential.id}): revoke it with "
-                                f"`minik token delete {credential.id}` to join again")
-                raise err
-        token = tokens.new_node_token()
-        await self.client.create("secrets", tokens.node_credential_secret(token, node), tokens.NAMESPACE)
+        serving = self._sign(node, csr) if csr else None
+        async with self._issuing:
+            await self._check_free(node, is_admin(user))
+            token = tokens.new_node_token()
+            await self.client.create("secrets", tokens.node_credential_secret(token, node), tokens.NAMESPACE)
         log.info("node credential issued", node=node, by=user.name, token_id=token.split(".")[0])
         answer: Obj = {"kind": "NodeCredential", "apiVersion": API_VERSION, "nodeName": node,
                        "user": tokens.NODE_USER_PREFIX + node, "groups": [tokens.NODES], "token": token,
@@ -134,3 +133,44 @@ class JoinServer:
         if serving is not None:
             answer["servingCertificate"] = serving.cert_pem.decode()
         return ApiResponse.json(answer, 201)
+
+    def _sign(self, node: str, csr: str) -> Issued:
+        from minik.security.ca import CertificateError
+
+        try:
+            return self.ca().sign_request(csr.encode(), tokens.NODE_USER_PREFIX + node, (tokens.NODES,), server=True)
+        except CertificateError as exc:
+            raise invalid("NodeCredentialRequest", "minik.io", node, [
+                Cause("servingCertificateRequest", "FieldValueInvalid", str(exc))]) from None
+
+    async def _check_free(self, node: str, admin: bool) -> None:
+        """409 unless ``node`` may be issued a credential: not one of the cluster's own nodes, no credential, and
+        (unless an admin asks) no Node object."""
+        if node in self.own_nodes:
+            raise _taken(node, "it is a node this cluster runs itself (the node of `minik up`): join this machine "
+                               "under another --name, or start the cluster with --node-name OTHER or --disable node")
+        existing = await self.client.list("secrets", tokens.NAMESPACE,
+                                          field_selector=f"type={tokens.NODE_CREDENTIAL_TYPE}")
+        for item in existing.get("items") or []:
+            credential = tokens.read_node_credential_secret(item)
+            if credential is not None and credential.node == node:
+                also = "" if admin else f" and delete its Node if there is one (`minik delete node {node}`)"
+                raise _taken(node, f"the node has a credential already (id {credential.id}): to join it again, "
+                                   f"revoke it with `minik token delete {credential.id}`{also}")
+        if admin:
+            return
+        try:
+            await self.client.get("nodes", node)
+        except StatusError as exc:
+            if exc.code == 404:
+                return
+            raise
+        raise _taken(node, f"a Node of this name exists: to join a machine under this name, delete the Node "
+                           f"(`minik delete node {node}`) and its credential if it has one (`minik token list`, "
+                           "`minik token delete ID`)")
+
+
+def _taken(node: str, why: str) -> StatusError:
+    err = already_exists("nodecredentials", "minik.io", node)
+    err.message += f"; {why}"
+    return err

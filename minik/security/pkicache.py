@@ -31,8 +31,10 @@ def remember(directory: Path, name: str, names: tuple[str, ...], not_after: floa
               "caHash": ca_hash}
     path = directory / f"{name}.json"
     temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(json.dumps(record))
-    os.chmod(temporary, 0o600)
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(json.dumps(record))
     os.replace(temporary, path)  # no fsync: losing it costs one slow start, nothing more
 
 

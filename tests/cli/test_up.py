@@ -3,14 +3,20 @@ kubeconfig kubectl uses at once, a clean stop on SIGTERM that keeps the data, an
 
 from __future__ import annotations
 
+import base64
 import json
+import os
+import pty
 import re
+import select
 import shutil
 import signal
 import socket
 import ssl
 import stat
 import subprocess
+import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -110,8 +116,8 @@ def test_up_detached_then_status_kubectl_get_and_down(tmp_path: Path) -> None:
     assert run(home, "down").stderr.strip() == "minik: cluster 'minik' is not running"
 
 
-def start(home: Path, data: Path) -> tuple[subprocess.Popen[str], str, str]:
-    """`minik up` in the foreground: (the process, the API's URL, the join token its join command carries)."""
+def start(home: Path, data: Path) -> tuple[subprocess.Popen[str], str]:
+    """`minik up` in the foreground, its output a pipe: (the process, the API's URL)."""
     process = subprocess.Popen(minik_command("up", "--data-dir", str(data), "--port", "0", "--sync", "NORMAL"),
                                env=subprocess_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert process.stdout is not None
@@ -126,10 +132,10 @@ def start(home: Path, data: Path) -> tuple[subprocess.Popen[str], str, str]:
     ready = READY.match(process.stdout.readline().rstrip("\n"))
     assert ready, "no ready line"
     assert ready.group(1) == listening.group(1)
-    join = re.fullmatch(rf"minik: add a node with: minik node join --server {re.escape(ready.group(1))} --token "
-                        r"([a-z0-9]{6}\.[a-z0-9]{16}) --ca-hash sha256:[0-9a-f]{64}\n", process.stdout.readline())
-    assert join, "no join line"
-    return process, ready.group(1), join.group(1)
+    # not a terminal: no join command (its token would stay in whatever keeps this output), how to make one
+    assert process.stdout.readline() == ("minik: to add a node, make a join command with: minik token create "
+                                         "--print-join-command\n")
+    return process, ready.group(1)
 
 
 def stop(process: subprocess.Popen[str]) -> str:
@@ -141,7 +147,7 @@ def stop(process: subprocess.Popen[str]) -> str:
 
 def test_up_in_the_foreground_stops_on_sigterm_and_the_next_up_carries_on(tmp_path: Path) -> None:
     home, data = tmp_path / "home", tmp_path / "data"
-    process, url, token = start(home, data)
+    process, url = start(home, data)
     try:
         http("POST", url + "/api/v1/namespaces/default/configmaps", data / "kubeconfig",
              {"metadata": {"name": "kept"}})
@@ -152,8 +158,7 @@ def test_up_in_the_foreground_stops_on_sigterm_and_the_next_up_carries_on(tmp_pa
     assert not (data / "running.json").exists()
     assert run(home, "status", "--data-dir", str(data)).returncode == 3
 
-    process, url, again = start(home, data)
-    assert again == token  # the join command's token lasts a day, as kubeadm init's
+    process, url = start(home, data)
     try:
         assert http("GET", url + "/api/v1/namespaces/default/configmaps/kept",
                     data / "kubeconfig")["metadata"]["name"] == "kept"
@@ -161,9 +166,135 @@ def test_up_in_the_foreground_stops_on_sigterm_and_the_next_up_carries_on(tmp_pa
         stop(process)
 
 
+class Terminal:
+    """`minik up` in the foreground as a person runs it: its output a (pseudo-)terminal."""
+
+    def __init__(self, home: Path, data: Path, *args: str) -> None:
+        self.master, slave = pty.openpty()
+        self.process = subprocess.Popen(minik_command("up", "--data-dir", str(data), "--port", "0", "--sync",
+                                                      "NORMAL", *args),
+                                        env=subprocess_env(home), stdin=subprocess.DEVNULL, stdout=slave,
+                                        stderr=subprocess.PIPE)
+        os.close(slave)
+        self.pending = b""
+
+    def line(self, timeout: float = 60.0) -> str:
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.pending:
+            left = deadline - time.monotonic()
+            assert left > 0, f"no line within {timeout}s: {self.pending!r}"
+            if select.select([self.master], [], [], left)[0]:
+                try:
+                    chunk = os.read(self.master, 4096)
+                except OSError:  # EIO: the process closed its end
+                    chunk = b""
+                assert chunk, f"the output ended: {self.pending!r}"
+                self.pending += chunk
+        line, _, self.pending = self.pending.partition(b"\n")
+        return line.decode().rstrip("\r")
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
+        self.process.communicate(timeout=30)
+        os.close(self.master)
+        assert self.process.returncode == 0
+
+
+def join_token_on_terminal(home: Path, data: Path) -> str:
+    terminal = Terminal(home, data, "--no-node", "--disable", "scheduler,controllers,proxy")
+    try:
+        while not (line := terminal.line()).startswith("minik: ready in"):
+            pass
+        join = re.fullmatch(r"minik: add a node with: minik node join --server https://127\.0\.0\.1:\d+ --token "
+                            r"([a-z0-9]{6}\.[a-z0-9]{16}) --ca-hash sha256:[0-9a-f]{64}", terminal.line())
+        assert join, "no join line"
+        return join.group(1)
+    finally:
+        terminal.stop()
+
+
+def test_up_on_a_terminal_prints_the_join_command_whose_token_lasts_a_day(tmp_path: Path) -> None:
+    home, data = tmp_path / "home", tmp_path / "data"
+    token = join_token_on_terminal(home, data)
+    assert join_token_on_terminal(home, data) == token  # as kubeadm init's, the next up prints the same one
+    assert_private(data)
+    assert_holds_no_secret(data, token.split(".")[1], kubeconfig_endpoint(data / "kubeconfig").token or "")
+
+
+#: the files that may hold the admin token or a join token's secret: the credentials, the admin kubeconfig, the
+#: store (which keeps bootstrap tokens as Kubernetes keeps them, in Secrets)
+HOLDERS = ("pki", "kubeconfig", "state.db", "state.db-wal", "state.db-shm")
+
+
+def assert_private(data: Path) -> None:
+    """The data directory and every directory in it 0700, every file 0600."""
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700
+    for path in data.rglob("*"):
+        mode = stat.S_IMODE(path.lstat().st_mode)
+        assert mode == (0o700 if path.is_dir() else 0o600), f"{path} is {oct(mode)}"
+
+
+def assert_holds_no_secret(data: Path, *secrets: str) -> None:
+    """No file of the data directory but HOLDERS contains any of ``secrets`` (as they are, or base64)."""
+    assert all(secrets)
+    forms = [form for secret in secrets for form in (secret.encode(), base64.b64encode(secret.encode()))]
+    checked = 0
+    for path in data.rglob("*"):
+        if path.is_file() and path.relative_to(data).parts[0] not in HOLDERS:
+            content = path.read_bytes()
+            assert not [form for form in forms if form in content], f"{path} holds a token"
+            checked += 1
+    assert checked >= 2  # minik.log and minik.lock at least
+
+
+def detached_join_token(up: subprocess.CompletedProcess[str]) -> str:
+    assert up.returncode == 0, up.stderr
+    join = re.search(r"^minik: add a node with: .* --token ([a-z0-9]{6}\.[a-z0-9]{16}) ", up.stdout, re.MULTILINE)
+    assert join, up.stdout  # printed by the parent, for the person who ran it
+    return join.group(1)
+
+
+def test_up_detached_keeps_its_data_private_and_tokens_only_in_its_credentials(tmp_path: Path) -> None:
+    home, data = tmp_path / "home", tmp_path / "data"
+    token = detached_join_token(run(home, "up", "-d", "--data-dir", str(data), "--port", "0", "--no-node",
+                                    "--disable", "scheduler"))
+    admin_token = kubeconfig_endpoint(data / "kubeconfig").token or ""
+    try:
+        assert_private(data)
+        assert_holds_no_secret(data, token.split(".")[1], admin_token)
+        assert "ready in" in (data / "minik.out").read_text()
+    finally:
+        assert run(home, "down", "--data-dir", str(data)).returncode == 0
+    assert_private(data)
+    assert_holds_no_secret(data, token.split(".")[1], admin_token)
+
+
+def test_an_older_data_directory_is_made_private_and_the_join_token_it_exposed_is_replaced(tmp_path: Path) -> None:
+    home, data = tmp_path / "home", tmp_path / "data"
+    up = ["up", "-d", "--data-dir", str(data), "--port", "0", "--no-node", "--disable", "scheduler"]
+    old = detached_join_token(run(home, *up))
+    assert run(home, "down", "--data-dir", str(data)).returncode == 0
+    # as an older minik left it: everything readable, the join command in its console output
+    with open(data / "minik.out", "a") as console:
+        console.write(f"minik: add a node with: minik node join --server https://x:6443 --token {old} --ca-hash h\n")
+    for path in [data, *data.rglob("*")]:
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+
+    new = detached_join_token(run(home, *up))
+    try:
+        assert new != old
+        assert_private(data)
+        with pytest.raises(urllib.error.HTTPError) as gone:  # the exposed token no longer joins anything
+            http("GET", f"{json.loads((data / 'running.json').read_text())['url']}/api/v1/namespaces/kube-system/"
+                        f"secrets/bootstrap-token-{old.split('.')[0]}", data / "kubeconfig")
+        assert gone.value.code == 404
+    finally:
+        assert run(home, "down", "--data-dir", str(data)).returncode == 0
+
+
 def test_up_whose_terminal_is_gone_still_closes_its_store_on_sighup(tmp_path: Path) -> None:
     home, data = tmp_path / "home", tmp_path / "data"
-    process, _url, _token = start(home, data)
+    process, _url = start(home, data)
     assert process.stdout is not None
     process.stdout.close()  # the terminal went away: every later line hits a closed pipe
     process.send_signal(signal.SIGHUP)

@@ -124,7 +124,9 @@ async def test_join_refuses_a_wrong_ca_hash_a_wrong_token_and_bad_labels(tmp_pat
                 (token, wrong_pin, [], "does not match the pinned hash sha256:0000"),
                 (token, None, [], "the CA hash is missing"),
                 ("wrong0.0000000000000000", pin, [], "the join token was refused"),
-                (token, pin, ["--labels", "novalue"], "invalid label 'novalue'")):
+                (token, pin, ["--labels", "novalue"], "invalid label 'novalue'"),
+                (token, pin, ["--labels", "node-role.kubernetes.io/worker="],
+                 "a node may not set node-role.kubernetes.io/worker on itself")):
             code, err = await run_join(join_command(cluster.url, given_token, given_pin, "refused",
                                                     tmp_path / "r", "--runtime", "fake", *extra))
             assert code != 0 and message in err, err

@@ -118,3 +118,59 @@ async def test_a_node_may_not_touch_workloads(node: Client) -> None:
     await refused(node.create("configmaps", {"metadata": {"name": "x"}}, "default"))
     await refused(node.delete("namespaces", "default"))
     await refused(node.list("deployments"))
+
+
+async def test_a_node_cannot_delete_its_own_node_and_keeps_the_admins_taints_and_cordon(node: Client,
+                                                                                         admin: Client) -> None:
+    await admin.patch("nodes", "worker-1", {"spec": {"unschedulable": True, "taints": [
+        {"key": "dedicated", "value": "db", "effect": "NoSchedule"}]}})
+    error = await refused(node.delete("nodes", "worker-1"))
+    assert error.message == ('nodes "worker-1" is forbidden: User "system:node:worker-1" cannot delete resource '
+                             '"nodes" in API group "" at the cluster scope')
+    error = await refused(node.create("nodes", {"metadata": {"name": "worker-1", "labels": {
+        "node-role.kubernetes.io/control-plane": ""}}}))
+    assert "node-role.kubernetes.io/control-plane" in error.message
+    kept = await admin.get("nodes", "worker-1")
+    assert kept["spec"]["unschedulable"] is True
+    assert kept["spec"]["taints"] == [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]
+    assert "node-role.kubernetes.io/control-plane" not in kept["metadata"]["labels"]
+
+
+async def test_a_node_cannot_register_with_labels_reserved_to_admins(secure: Cluster, admin: Client,
+                                                                      tmp_path: Path) -> None:
+    joined = await join_node(secure, admin, "worker-3", tmp_path / "w3")
+    async with joined.client() as node:
+        for label in ("node-role.kubernetes.io/control-plane", "node-restriction.kubernetes.io/trusted",
+                      "example.k8s.io/x"):
+            error = await refused(node.create("nodes", {"metadata": {"name": "worker-3", "labels": {label: ""}}}))
+            assert error.message == (f'nodes "worker-3" is forbidden: node "worker-3" is not allowed to set the '
+                                     f"following labels: {label}")
+        await node.create("nodes", {"metadata": {"name": "worker-3", "labels": {
+            "kubernetes.io/hostname": "w3", "topology.kubernetes.io/zone": "z", "node.kubernetes.io/pool": "a",
+            "kubelet.kubernetes.io/x": "y", "example.com/tier": "web"}}})  # the kubelet's own, and its own domain
+
+
+async def test_a_node_cannot_add_admin_only_labels_by_update_patch_or_status(node: Client, admin: Client) -> None:
+    current = await node.get("nodes", "worker-1")
+    current["metadata"]["labels"]["node-role.kubernetes.io/control-plane"] = ""
+    error = await refused(node.update("nodes", current))
+    assert error.message == ('nodes "worker-1" is forbidden: is not allowed to modify labels: '
+                             "node-role.kubernetes.io/control-plane")
+    await refused(node.patch("nodes", "worker-1", {"metadata": {"labels": {
+        "node-role.kubernetes.io/control-plane": ""}}}))
+    try:  # a status write carries no labels: refused, or the labels in it are dropped
+        await node.patch_status("nodes", "worker-1", {"metadata": {"labels": {
+            "node-role.kubernetes.io/control-plane": ""}}, "status": {"phase": "Running"}})
+    except StatusError as error:
+        assert error.code == 403, error
+    labels = (await admin.get("nodes", "worker-1"))["metadata"]["labels"]
+    assert "node-role.kubernetes.io/control-plane" not in labels
+    await admin.patch("nodes", "worker-1", {"metadata": {"labels": {"node-role.kubernetes.io/control-plane": ""}}})
+    await refused(node.patch("nodes", "worker-1", {"metadata": {"labels": {
+        "node-role.kubernetes.io/control-plane": None}}}))  # nor remove one an admin set
+
+
+async def test_a_node_cannot_give_its_node_an_owner_for_the_garbage_collector_to_follow(node: Client) -> None:
+    error = await refused(node.patch("nodes", "worker-1", {"metadata": {"ownerReferences": [
+        {"apiVersion": "v1", "kind": "Namespace", "name": "gone", "uid": "0000"}]}}))
+    assert error.message == 'nodes "worker-1" is forbidden: node "worker-1" is not allowed to modify ownerReferences'

@@ -1,11 +1,20 @@
 """NodeRestriction: what a node (``system:node:NAME``) may write, checked on the objects themselves, as
 Kubernetes' plugin of the name. The authorizer lets a node create Nodes, Leases and pods and touch pods bound
 to it; this plugin makes sure the Node and Lease are its own, a created pod is a mirror pod bound to it, a pod
-status it writes belongs to a pod bound to it, and it changes neither its taints nor labels reserved to admins.
+status it writes belongs to a pod bound to it, and its Node keeps what only admins may set.
+
+A node's Node: it may create and update it, never delete it (in Kubernetes the node's role has no ``delete`` on
+nodes; refused here too, in the authorizer's words, so a node cannot drop its Node with the admin's taints and
+cordon and register it afresh). Labels are checked on every write, creation included: a node may set only the
+kubelet's own ``kubernetes.io``/``k8s.io`` labels (``KUBELET_LABELS``, and the ``kubelet.kubernetes.io`` and
+``node.kubernetes.io`` domains), never ``node-restriction.kubernetes.io`` ones, and any label of its own domain
+(``example.com/x``). An update, through the status subresource too, may change neither the taints nor the
+ownerReferences (through a dangling owner the garbage collector would delete the Node: CVE-2025-5187).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from minik.api.errors import StatusError, forbidden
@@ -51,7 +60,9 @@ def _changed_labels(new: dict[str, str], old: dict[str, str]) -> set[str]:
     return {k for k in set(new) | set(old) if new.get(k) != old.get(k)}
 
 
-def _forbidden_on_update(labels: set[str]) -> list[str]:
+def forbidden_labels(labels: Iterable[str]) -> list[str]:
+    """The labels among ``labels`` that a node may not add, change nor remove on its own Node (Kubernetes'
+    rule, the same on create and update), sorted."""
     out = []
     for label in labels:
         domain = _domain(label)
@@ -66,6 +77,14 @@ def _forbidden_on_update(labels: set[str]) -> list[str]:
 def _labels(obj: Obj | None) -> dict[str, str]:
     labels = ((obj or {}).get("metadata") or {}).get("labels")
     return labels if isinstance(labels, dict) else {}
+
+
+def _taints(obj: Obj) -> list[Any]:
+    return list((obj.get("spec") or {}).get("taints") or [])
+
+
+def _owners(obj: Obj) -> list[Any]:
+    return list((obj.get("metadata") or {}).get("ownerReferences") or [])
 
 
 class NodeRestriction:
@@ -129,18 +148,23 @@ class NodeRestriction:
                 raise self._forbidden(attrs, f'node "{node}" can not create pods that reference {kind}')
 
     def _node(self, node: str, attrs: Attributes) -> None:
+        if node != "*" and attrs.name != node:
+            raise self._forbidden(attrs, f'node "{node}" is not allowed to modify node "{attrs.name}"')
+        if attrs.operation == "DELETE":
+            # what Kubernetes' authorizer answers (the node role has no delete on nodes): no reason is added
+            raise self._forbidden(attrs, f'User "{attrs.user.name}" cannot delete resource "nodes" in API group "" '
+                                  "at the cluster scope")
         if attrs.operation == "CREATE":
-            bad = sorted(k for k in _labels(attrs.obj) if _in_domain(_domain(k), RESTRICTED_LABEL_DOMAIN))
+            bad = forbidden_labels(_labels(attrs.obj))
             if bad:
                 raise self._forbidden(attrs, f'node "{node}" is not allowed to set the following labels: '
                                       f'{", ".join(bad)}')
-        if node != "*" and attrs.name != node:
-            raise self._forbidden(attrs, f'node "{node}" is not allowed to modify node "{attrs.name}"')
-        if attrs.operation == "UPDATE" and attrs.subresource is None:
-            new_taints = ((attrs.obj or {}).get("spec") or {}).get("taints") or []
-            old_taints = ((attrs.old or {}).get("spec") or {}).get("taints") or []
-            if new_taints != old_taints:
+        elif attrs.operation == "UPDATE":  # the main resource and status alike
+            new, old = attrs.obj or {}, attrs.old or {}
+            if _taints(new) != _taints(old):
                 raise self._forbidden(attrs, f'node "{node}" is not allowed to modify taints')
-            bad = _forbidden_on_update(_changed_labels(_labels(attrs.obj), _labels(attrs.old)))
+            if _owners(new) != _owners(old):
+                raise self._forbidden(attrs, f'node "{node}" is not allowed to modify ownerReferences')
+            bad = forbidden_labels(_changed_labels(_labels(new), _labels(old)))
             if bad:
                 raise self._forbidden(attrs, f'is not allowed to modify labels: {", ".join(bad)}')

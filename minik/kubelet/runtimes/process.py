@@ -21,6 +21,7 @@ from minik.kubelet.node import host_address
 from minik.kubelet.runtimes.base import (ContainerConfig, ContainerInfo, ExecSession, OnChange, PodRecord,
                                          RuntimeFailure, SandboxInfo)
 from minik.kubelet.runtimes.process_exec import ProcessExec
+from minik.security.files import open_private
 
 log = structlog.get_logger("minik.kubelet.process")
 
@@ -81,7 +82,7 @@ class ProcessRuntime:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         env = {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "HOSTNAME": pod["metadata"]["name"],
                **config.env}
-        with open(log_path, "ab") as output:
+        with os.fdopen(open_private(log_path), "ab") as output:  # a container's output: owner only
             try:
                 process = await asyncio.create_subprocess_exec(
                     *argv, stdin=asyncio.subprocess.DEVNULL, stdout=output, stderr=output, env=env,

@@ -9,6 +9,7 @@ from pathlib import Path
 import structlog
 
 from minik.kubelet.runtimes.base import Runtime
+from minik.security.files import private_dir, write_private
 
 log = structlog.get_logger("minik.kubelet")
 
@@ -21,9 +22,9 @@ def kubelet_id(data_dir: Path) -> str:
     try:
         return path.read_text().strip()
     except FileNotFoundError:
-        data_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(data_dir)
         value = uuid.uuid4().hex[:16]
-        path.write_text(value + "\n")
+        write_private(path, (value + "\n").encode())
         return value
 
 
