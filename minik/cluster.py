@@ -34,6 +34,7 @@ from minik.security.authn import StaticTokens, TokenAuthenticator
 from minik.security.authz import ClusterAuthorizer
 from minik.security.credentials import ADMIN, APISERVER, UNSECURED, ClusterCredentials, mint, serving_names
 from minik.security.files import private_dir, restrict
+from minik.security.impersonation import ImpersonatingAuthenticator
 from minik.security.rbac import policy
 from minik.security.rbac.escalation import RbacEscalation
 from minik.security.rbac.reconcile import reconcile
@@ -335,16 +336,15 @@ class Cluster:
             self.authorizer.start()
             self.issuer = TokenIssuer(s.data_dir / "pki")
             plugins = [*default_plugins(reader), RbacEscalation(self.authorizer.rbac.index, self.authorizer)]
+            tokens = TokenAuthenticator(reader, self.tokens, ServiceAccountTokens(self.issuer, reader))
             self.api = ApiServer(self.store, REGISTRY, ApiSettings(address=f"{s.bind}:{s.port}",
                                                                   service_cidr=s.service_cidr,
                                                                   limits=Limits(**s.limits),  # type: ignore[arg-type]
                                                                   kubelet_tls=kubelet_tls),
-                                 authenticator=TokenAuthenticator(reader, self.tokens,
-                                                                  ServiceAccountTokens(self.issuer, reader)),
+                                 authenticator=ImpersonatingAuthenticator(tokens, self.authorizer),
                                  authorizer=self.authorizer, admission_plugins=plugins)
             self.api.handlers[("", "serviceaccounts", "token")] = TokenRequests(self.issuer, reader).handle
-            assert isinstance(self.api.authenticator, TokenAuthenticator)
-            self.api.handlers.update(Reviews(self.api.authenticator, self.authorizer, self.authorizer.rbac,
+            self.api.handlers.update(Reviews(tokens, self.authorizer, self.authorizer.rbac,
                                              self.authorizer.node).handlers())
             await self.api.bootstrap()
             await reconcile(REGISTRY, self.api.rest, APISERVER)

@@ -29,6 +29,7 @@ async def raw(cluster: Cluster, method: str, path: str, token: str | None = None
               ) -> tuple[int, dict, dict[str, str]]:
     """One HTTPS request: (status, decoded body, headers)."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
+    headers.update(kwargs.pop("headers", None) or {})  # type: ignore[call-overload]
     async with aiohttp.ClientSession() as session:
         async with session.request(method, cluster.url + path, ssl=ca_context(cluster), headers=headers,
                                    **kwargs) as response:  # type: ignore[arg-type]

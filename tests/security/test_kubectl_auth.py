@@ -52,6 +52,8 @@ async def test_kubectl_auth_can_i_answers_from_rbac(secure: Cluster, tmp_path: P
     assert (code, out.strip()) == (1, "no")
     code, out, _ = await kubectl(admin, cache, "auth", "can-i", "list", "pods", "-n", "default", "--as", "alice")
     assert (code, out.strip()) == (0, "yes")
+    code, out, _ = await kubectl(admin, cache, "auth", "can-i", "list", "pods", "-n", "default", "--as", "bob")
+    assert (code, out.strip()) == (1, "no")  # the admin asks as bob, who holds nothing
     code, out, err = await kubectl(alice, cache, "auth", "can-i", "--list", "-n", "default")
     assert code == 0, err
     rows = [line.split() for line in out.splitlines()]
