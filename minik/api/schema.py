@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -32,8 +32,22 @@ class TypeSchema:
     required: tuple[str, ...]
 
 
-#: a compiled field type for walking objects: None when nothing below it is checked (scalars, free-form values),
-#: ("@", NAME) for an object of a known type, ("[]", inner) for a list, ("{}", inner) for a map
+class IntRange(NamedTuple):
+    """The values a Go integer field holds."""
+
+    bits: int
+    low: int
+    high: int
+
+
+INT32 = IntRange(32, -2 ** 31, 2 ** 31 - 1)
+INT64 = IntRange(64, -2 ** 63, 2 ** 63 - 1)
+#: the integer types of schema.json; an int-or-string holds an int32 when it holds a number
+INT_RANGES = {"int32": INT32, "int64": INT64, "int-or-string": INT32}
+
+#: a compiled field type for walking objects: None when nothing below it is checked (strings, booleans, free-form
+#: values), ("@", NAME) for an object of a known type, ("[]", inner) for a list, ("{}", inner) for a map, ("#",
+#: IntRange) for a number that must fit its Go integer type
 Walk = tuple[str, Any] | None
 
 
@@ -84,6 +98,8 @@ def compile_type(encoded: str) -> Walk:
         return None if inner is None else ("{}", inner)
     if encoded.startswith("@"):
         return ("@", encoded[1:])
+    if encoded in INT_RANGES:
+        return ("#", INT_RANGES[encoded])
     return None
 
 
