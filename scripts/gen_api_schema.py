@@ -16,9 +16,13 @@ Format of the file::
                                                   "properties": {"spec": ["@io.k8s.api.apps.v1.DeploymentSpec",
                                                                           "description"], ...}}}}
 
-A property's type is ``string``, ``integer``, ``number``, ``boolean``, ``date-time``, ``byte``,
+A property's type is ``string``, ``int32``, ``int64``, ``number``, ``boolean``, ``date-time``, ``byte``,
 ``int-or-string``, ``any`` (free-form: any JSON value, never pruned), ``@NAME`` (another type of the file),
 ``[]T`` (a list of T) or ``{}T`` (a map from strings to T).
+
+The Python client says only "int" for a number; the width of its Go field (what the API server's decoder holds it
+in, so what it refuses to hold) comes from minik/api/protobuf_fields.json, which scripts/gen_protobuf_fields.py
+reads out of Kubernetes' Go types, and for the few fields that file lacks, from ``INT_WIDTHS``.
 """
 
 from __future__ import annotations
@@ -51,6 +55,27 @@ CORE_TYPES = {"PersistentVolumeClaim", "PersistentVolumeClaimStatus", "Persisten
 #: model classes whose name is not ``V1`` + kind
 MODEL_NAMES = {("", "Event"): "CoreV1Event"}
 
+#: the Go width of integer fields that minik/api/protobuf_fields.json does not have: meta types that never travel
+#: as protobuf, and fields newer than the release it was generated from (user IDs are int64 as runAsUser is)
+INT_WIDTHS = {
+    ("io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta", "remainingItemCount"): "int64",
+    ("io.k8s.apimachinery.pkg.apis.meta.v1.Status", "code"): "int32",
+    ("io.k8s.apimachinery.pkg.apis.meta.v1.StatusDetails", "retryAfterSeconds"): "int32",
+    ("io.k8s.api.batch.v1.WorkloadPodGroupGangSchedulingPolicy", "minCount"): "int32",
+    ("io.k8s.api.core.v1.ClusterTrustBundleProjection", "user"): "int64",
+    ("io.k8s.api.core.v1.ConfigMapVolumeSource", "defaultUser"): "int64",
+    ("io.k8s.api.core.v1.DownwardAPIVolumeFile", "user"): "int64",
+    ("io.k8s.api.core.v1.DownwardAPIVolumeSource", "defaultUser"): "int64",
+    ("io.k8s.api.core.v1.EmptyDirVolumeSource", "mode"): "int32",
+    ("io.k8s.api.core.v1.EvictionResponder", "priority"): "int32",
+    ("io.k8s.api.core.v1.KeyToPath", "user"): "int64",
+    ("io.k8s.api.core.v1.PodCertificateProjection", "user"): "int64",
+    ("io.k8s.api.core.v1.ProjectedVolumeSource", "defaultUser"): "int64",
+    ("io.k8s.api.core.v1.SecretVolumeSource", "defaultUser"): "int64",
+    ("io.k8s.api.core.v1.ServiceAccountTokenProjection", "user"): "int64",
+}
+PROTOBUF_FIELDS = ROOT / "minik" / "api" / "protobuf_fields.json"
+
 _PREFIX = re.compile(r"^(?:[A-Z][a-z]+)?V\d+(?:(?:alpha|beta)\d+)?(?=[A-Z])")
 _PRIMITIVES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "datetime": "date-time",
                "date": "date-time", "bytes": "byte", "object": "any"}
@@ -78,6 +103,7 @@ class Generator:
         self.names: dict[str, str] = {}  # model class name -> schema name
         self.types: dict[str, dict[str, typing.Any]] = {}
         self.queue: deque[tuple[str, str]] = deque()
+        self.go_ints = go_integer_types()
 
     def name_of(self, model: str, pkg: str) -> str:
         if model not in self.names:
@@ -107,6 +133,13 @@ class Generator:
             return "@" + self.name_of(py_type, pkg)
         raise SystemExit(f"unknown python type {py_type!r}")
 
+    def width(self, type_name: str, field: str) -> str:
+        """``int32`` or ``int64``: the Go type of an integer field."""
+        width = self.go_ints.get((type_name, field)) or INT_WIDTHS.get((type_name, field))
+        if width is None:
+            raise SystemExit(f"the Go width of the integer {type_name}.{field} is unknown: add it to INT_WIDTHS")
+        return width
+
     def describe(self, model: str, pkg: str) -> None:
         cls = getattr(self.models, model)
         fields = getattr(cls, "model_fields", {})
@@ -116,6 +149,8 @@ class Generator:
             json_name = cls.attribute_map[attribute]
             field = fields.get(attribute)
             encoded = self.encode(py_type, pkg, getattr(field, "annotation", None))
+            if encoded.lstrip("[]{}") == "integer":
+                encoded = encoded.replace("integer", self.width(self.names[model], json_name))
             properties[json_name] = [encoded, " ".join((getattr(field, "description", None) or "").split())]
             if field is not None and field.is_required():
                 required.append(json_name)
@@ -148,6 +183,18 @@ class Generator:
 
         return {"source": f"scripts/gen_api_schema.py from kubernetes {kubernetes.__version__} (Python client)",
                 "kinds": dict(sorted(kinds.items())), "types": dict(sorted(self.types.items()))}
+
+
+def go_integer_types() -> dict[tuple[str, str], str]:
+    """(schema type name, JSON field) -> ``int32``/``int64`` for every integer field of protobuf_fields.json."""
+    document = json.loads(PROTOBUF_FIELDS.read_text())
+    out: dict[tuple[str, str], str] = {}
+    for message, fields in document["messages"].items():
+        type_name = "io." + message.replace("k8s.io.", "k8s.", 1) if message.startswith("k8s.io.") else message
+        for json_name, go_type, _shape in fields.values():
+            if go_type in ("int32", "int64"):
+                out[(type_name, json_name)] = go_type
+    return out
 
 
 def _is_int_or_string(annotation: typing.Any) -> bool:

@@ -66,7 +66,7 @@ class Schedule:
 
 
 def _number(text: str) -> int:
-    if not re.fullmatch(r"[+-]?\d+", text):
+    if not re.fullmatch(r"[+-]?[0-9]+", text):  # \d would take digits of any script, which Atoi does not
         raise ValueError(f'failed to parse int from {text}: strconv.Atoi: parsing "{text}": invalid syntax')
     number = int(text)
     if number < 0:

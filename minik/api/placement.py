@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from minik.api.params import go_int
+
 Obj = dict[str, Any]
 
 TAINT_NOT_READY = "node.kubernetes.io/not-ready"
@@ -77,9 +79,8 @@ def requirement_matches(requirement: Mapping[str, Any], value: str | None) -> bo
     if operator in ("Gt", "Lt"):
         if value is None or len(values) != 1:
             return False
-        try:
-            actual, wanted = int(value), int(values[0])
-        except ValueError:
+        actual, wanted = go_int(str(value)), go_int(str(values[0]))
+        if actual is None or wanted is None:
             return False
         return actual > wanted if operator == "Gt" else actual < wanted
     return False

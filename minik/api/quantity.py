@@ -14,9 +14,10 @@ FORMAT_ERROR = "quantities must match the regular expression '^([+-]?[0-9.]+)([e
 #: the message Kubernetes gives for a number followed by an unknown suffix
 SUFFIX_ERROR = "unable to parse quantity's suffix"
 
-_SHAPE = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
-_NUMBER = re.compile(r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)$")
-_EXPONENT = re.compile(r"^[eE][-+]?[0-9]+$")
+#: matched with fullmatch: ``^...$`` with match would take "1Gi\n" for 1Gi
+_SHAPE = re.compile(r"([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)")
+_EXPONENT = re.compile(r"[eE][-+]?[0-9]+")
 
 _BINARY = {"Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50, "Ei": 2 ** 60}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
@@ -29,8 +30,8 @@ def parse_quantity(text: str) -> Decimal:
             # JSON numbers are accepted where a quantity is expected, as Kubernetes' unmarshaller does
             return Decimal(str(text))
         raise ValueError(FORMAT_ERROR)
-    match = _SHAPE.match(text)
-    if match is None or not _NUMBER.match(match.group(1)):
+    match = _SHAPE.fullmatch(text)
+    if match is None or not _NUMBER.fullmatch(match.group(1)):
         raise ValueError(FORMAT_ERROR)
     number, suffix = match.groups()
     try:
@@ -41,7 +42,7 @@ def parse_quantity(text: str) -> Decimal:
         return value * _BINARY[suffix]
     if suffix in _DECIMAL:
         return value.scaleb(_DECIMAL[suffix])
-    if _EXPONENT.match(suffix):
+    if _EXPONENT.fullmatch(suffix):
         return value.scaleb(int(suffix[1:]))
     raise ValueError(SUFFIX_ERROR)
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from minik.api.params import go_int
 from minik.api.validation import is_qualified_name, is_valid_label_value
 
 # -- label selectors --------------------------------------------------------------------------------------------
@@ -38,9 +39,8 @@ class Requirement:
             return not has
         if not has:
             return False
-        try:
-            actual, wanted = int(labels[self.key]), int(self.values[0])
-        except ValueError:
+        actual, wanted = go_int(labels[self.key]), go_int(self.values[0])
+        if actual is None or wanted is None:
             return False
         return actual > wanted if self.operator == GT else actual < wanted
 
@@ -66,9 +66,7 @@ def _requirement(key: str, operator: str, values: list[str]) -> Requirement:
         if len(values) != 1:
             errors.append("values: Invalid value: for 'Gt', 'Lt' operators, exactly one value is required")
         for i, value in enumerate(values):
-            try:
-                int(value)
-            except ValueError:
+            if go_int(value) is None:
                 errors.append(f'values[{i}]: Invalid value: "{value}": for \'Gt\', \'Lt\' operators, the value '
                               f'must be an integer')
     for i, value in enumerate(values):

@@ -43,7 +43,9 @@ PERCENT_FMT = "[0-9]+%"
 
 
 def _full(fmt: str) -> re.Pattern[str]:
-    return re.compile(f"^(?:{fmt})$")
+    """``fmt`` compiled to be matched against a whole string (with ``fullmatch``: ``^...$`` with ``match`` would
+    let a trailing newline through, as ``$`` matches before one)."""
+    return re.compile(f"(?:{fmt})")
 
 
 _DNS1123_LABEL = _full(DNS1123_LABEL_FMT)
@@ -54,7 +56,7 @@ _LABEL_VALUE = _full(LABEL_VALUE_FMT)
 _CONFIG_MAP_KEY = _full(CONFIG_MAP_KEY_FMT)
 _ENV_VAR_NAME = _full(ENV_VAR_NAME_FMT)
 _PERCENT = _full(PERCENT_FMT)
-_PORT_NAME_CHARS = re.compile(r"^[-a-z0-9]+$")
+_PORT_NAME_CHARS = _full("[-a-z0-9]+")
 _PORT_NAME_LETTER = re.compile(r"[a-z]")
 
 
@@ -107,7 +109,7 @@ def is_dns1123_label(value: str) -> list[str]:
     errs = []
     if len(value) > DNS1123_LABEL_MAX:
         errs.append(max_len_error(DNS1123_LABEL_MAX))
-    if not _DNS1123_LABEL.match(value):
+    if not _DNS1123_LABEL.fullmatch(value):
         errs.append(regex_error("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
                                 "'-', and must start and end with an alphanumeric character",
                                 DNS1123_LABEL_FMT, "my-name", "123-abc"))
@@ -119,7 +121,7 @@ def is_dns1123_subdomain(value: str) -> list[str]:
     errs = []
     if len(value) > DNS1123_SUBDOMAIN_MAX:
         errs.append(max_len_error(DNS1123_SUBDOMAIN_MAX))
-    if not _DNS1123_SUBDOMAIN.match(value):
+    if not _DNS1123_SUBDOMAIN.fullmatch(value):
         errs.append(regex_error("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
                                 "'-' or '.', and must start and end with an alphanumeric character",
                                 DNS1123_SUBDOMAIN_FMT, "example.com"))
@@ -130,7 +132,7 @@ def is_dns1035_label(value: str) -> list[str]:
     errs = []
     if len(value) > DNS1035_LABEL_MAX:
         errs.append(max_len_error(DNS1035_LABEL_MAX))
-    if not _DNS1035_LABEL.match(value):
+    if not _DNS1035_LABEL.fullmatch(value):
         errs.append(regex_error("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start "
                                 "with an alphabetic character, and end with an alphanumeric character",
                                 DNS1035_LABEL_FMT, "my-name", "abc-123"))
@@ -161,7 +163,7 @@ def is_qualified_name(value: str) -> list[str]:
         errs.append("name part must be non-empty")
     elif len(name) > QUALIFIED_NAME_MAX:
         errs.append("name part " + max_len_error(QUALIFIED_NAME_MAX))
-    if not _QUALIFIED_NAME.match(name):
+    if not _QUALIFIED_NAME.fullmatch(name):
         errs.append("name part " + regex_error(_QUALIFIED_MSG, QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc"))
     return errs
 
@@ -171,7 +173,7 @@ def is_valid_label_value(value: str) -> list[str]:
     errs = []
     if len(value) > LABEL_VALUE_MAX:
         errs.append(max_len_error(LABEL_VALUE_MAX))
-    if not _LABEL_VALUE.match(value):
+    if not _LABEL_VALUE.fullmatch(value):
         errs.append(regex_error("a valid label must be an empty string or consist of alphanumeric characters, '-', "
                                 "'_' or '.', and must start and end with an alphanumeric character",
                                 LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
@@ -193,7 +195,7 @@ def is_config_map_key(value: str) -> list[str]:
     errs = []
     if len(value) > DNS1123_SUBDOMAIN_MAX:
         errs.append(max_len_error(DNS1123_SUBDOMAIN_MAX))
-    if not _CONFIG_MAP_KEY.match(value):
+    if not _CONFIG_MAP_KEY.fullmatch(value):
         errs.append(regex_error("a valid config key must consist of alphanumeric characters, '-', '_' or '.'",
                                 CONFIG_MAP_KEY_FMT, "key.name", "KEY_NAME", "key-name"))
     return errs + _chdir_prefix(value)
@@ -201,7 +203,7 @@ def is_config_map_key(value: str) -> list[str]:
 
 def is_env_var_name(value: str) -> list[str]:
     errs = []
-    if not _ENV_VAR_NAME.match(value):
+    if not _ENV_VAR_NAME.fullmatch(value):
         errs.append(regex_error("a valid environment variable name must consist of alphabetic characters, digits, "
                                 "'_', '-', or '.', and must not start with a digit",
                                 ENV_VAR_NAME_FMT, "my.env-name", "MY_ENV.NAME", "MyEnvName1"))
@@ -219,7 +221,7 @@ def is_valid_port_name(name: str) -> list[str]:
     errs = []
     if len(name) > 15:
         errs.append(max_len_error(15))
-    if not _PORT_NAME_CHARS.match(name):
+    if not _PORT_NAME_CHARS.fullmatch(name):
         errs.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
     if not _PORT_NAME_LETTER.search(name):
         errs.append("must contain at least one letter (a-z)")
@@ -240,7 +242,7 @@ def is_valid_ip(value: str) -> list[str]:
 
 
 def is_valid_percent(value: str) -> list[str]:
-    if _PERCENT.match(value):
+    if _PERCENT.fullmatch(value):
         return []
     return [regex_error("a valid percent string must be a numeric string followed by an ending '%'", PERCENT_FMT,
                         "1%", "93%")]

@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from minik.api.errors import bad_request
+from minik.apiserver.decoding import decode_error
+from minik.apiserver.fieldvalidation import DELETE_OPTIONS, check_integers
 from minik.apiserver.request import User, success_status
 from minik.apiserver.rest import ResourceRest
 
@@ -32,6 +34,11 @@ async def evict(rest: ResourceRest, namespace: str, name: str, eviction: Obj, us
         options = {}
     if not isinstance(options, dict):
         raise bad_request("deleteOptions must be an object")
+    overflow = check_integers(options, DELETE_OPTIONS)
+    if overflow is not None:
+        overflow.within("deleteOptions", "Eviction")
+        version = str(api_version or EVICTION_KINDS[0]).rsplit("/", 1)[-1]
+        raise decode_error("Eviction", version, overflow.message)
     grace = options.get("gracePeriodSeconds")
     if grace is not None and (not isinstance(grace, int) or isinstance(grace, bool)):
         raise bad_request("deleteOptions.gracePeriodSeconds must be an integer")

@@ -10,7 +10,14 @@ directive; the directive only says what the client hears about them (and about f
 - ``Ignore``: silently.
 
 The known fields come from minik/api/schema.json. Free-form values (labels, annotations, ConfigMap data, managed
-fields' ``fieldsV1``, int-or-string ports) are never looked into.
+fields' ``fieldsV1``) are never looked into.
+
+The same walk refuses a number its integer field cannot hold (``replicas: 1099511627776`` in an int32), whatever
+the directive, as Kubernetes' decoder does: a create or update is a 400 BadRequest (``Deployment in version "v1"
+cannot be handled as a Deployment: json: cannot unmarshal number 1099511627776 into Go struct field
+DeploymentSpec.spec.replicas of type int32``), a patch a 422 Invalid on the field ``patch``, as Kubernetes' patch
+handler reports a patched object it cannot decode. A fraction (``1.5``) is refused the same way; a whole number
+written as a float (``3.0``) is left to the kinds' validation.
 """
 
 from __future__ import annotations
@@ -26,10 +33,13 @@ from minik.api import schema
 from minik.api.errors import Cause, bad_request, invalid
 from minik.api.registry import ResourceType
 from minik.apiserver import codec
+from minik.apiserver.decoding import IntegerOverflow, decode_error, fits, patch_decode_error
 
 Obj = dict[str, Any]
 
 STRICT, WARN, IGNORE = "Strict", "Warn", "Ignore"
+#: the schema type of a DELETE's body, which is no kind of its own
+DELETE_OPTIONS = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"
 _DIRECTIVES = (IGNORE, STRICT, WARN)
 
 
@@ -86,7 +96,12 @@ class FieldValidation:
     def _check(self, obj: Obj, duplicates: list[str], guide: Obj | None = None) -> Obj:
         if self.type_name is None or obj.get("kind", self.resource.kind) != self.resource.kind:
             return obj
-        unknown = prune(obj, self.type_name) if guide is None else prune_patched(obj, guide, self.type_name)
+        try:
+            unknown = prune(obj, self.type_name) if guide is None else prune_patched(obj, guide, self.type_name)
+        except IntegerOverflow as exc:
+            if self.patch:
+                raise patch_decode_error(obj, exc.message) from None
+            raise decode_error(self.resource.kind, self.resource.version, exc.message) from None
         if self.directive != IGNORE:
             self._report([f'duplicate field "{path}"' for path in duplicates] +
                          [f'unknown field "{path}"' for path in unknown])
@@ -121,6 +136,18 @@ def warning_value(text: str) -> str:
     return f'299 - "{escaped}"'
 
 
+# -- numbers that do not fit (see minik.apiserver.decoding) ---------------------------------------------------
+def check_integers(obj: Obj, type_name: str) -> IntegerOverflow | None:
+    """The first number of ``obj`` (an object of ``type_name``) that its integer field cannot hold, if any. For
+    bodies that are no kind of their own (DeleteOptions); fields the type does not have are dropped on the way,
+    as Kubernetes' decoder drops them."""
+    try:
+        _prune_object(obj, type_name, "", [], schema.load())
+    except IntegerOverflow as exc:
+        return exc
+    return None
+
+
 # -- unknown fields -------------------------------------------------------------------------------------------
 def prune(obj: Obj, type_name: str) -> list[str]:
     """Remove (in place) every field of ``obj`` that its type does not have; the paths removed, in order."""
@@ -141,7 +168,7 @@ def prune_patched(obj: Obj, patch: Obj, type_name: str) -> list[str]:
 def _prune_value_patched(value: Any, patch: Any, walk: tuple[str, Any], path: str, removed: list[str],
                          s: schema.Schema) -> None:
     how, inner = walk
-    if not isinstance(patch, dict) or how == "[]":  # set whole (or a list merged item by item): walk all of it
+    if not isinstance(patch, dict) or how in ("[]", "#"):  # set whole (or a list merged item by item): all of it
         _prune_value(value, walk, path, removed, s)
     elif how == "@":
         if isinstance(value, dict):
@@ -165,18 +192,26 @@ def _prune_object(obj: Obj, type_name: str, path: str, removed: list[str], s: sc
                   patch: Obj | None = None) -> None:
     """Prune ``obj``; with ``patch``, only the keys the patch set (see ``prune_patched``)."""
     fields = s.fields(type_name)
-    for key in list(obj) if patch is None else [k for k in obj if k in patch]:
-        if key not in fields:
-            removed.append(f"{path}{key}")
-            del obj[key]
-            continue
-        walk = fields[key]
-        if walk is None:
-            continue
-        if patch is None:
-            _prune_value(obj[key], walk, f"{path}{key}", removed, s)
-        else:
-            _prune_value_patched(obj[key], patch[key], walk, f"{path}{key}", removed, s)
+    key = ""
+    try:
+        for key in list(obj) if patch is None else [k for k in obj if k in patch]:
+            if key not in fields:
+                removed.append(f"{path}{key}")
+                del obj[key]
+                continue
+            walk = fields[key]
+            if walk is None:
+                continue
+            if walk[0] == "#":
+                if not fits(obj[key], walk[1]):
+                    raise IntegerOverflow(obj[key], walk[1])
+            elif patch is None:
+                _prune_value(obj[key], walk, f"{path}{key}", removed, s)
+            else:
+                _prune_value_patched(obj[key], patch[key], walk, f"{path}{key}", removed, s)
+    except IntegerOverflow as exc:
+        exc.within(key, type_name)
+        raise
 
 
 def _prune_value(value: Any, walk: tuple[str, Any], path: str, removed: list[str], s: schema.Schema) -> None:
@@ -188,6 +223,9 @@ def _prune_value(value: Any, walk: tuple[str, Any], path: str, removed: list[str
         if isinstance(value, list):
             for i, item in enumerate(value):
                 _prune_value(item, inner, f"{path}[{i}]", removed, s)
+    elif how == "#":
+        if not fits(value, inner):
+            raise IntegerOverflow(value, inner)
     elif isinstance(value, dict):
         for key, item in value.items():
             _prune_value(item, inner, f"{path}[{key}]", removed, s)

@@ -85,6 +85,8 @@ def property_schema(encoded: str, description: str = "") -> Obj:
         out = {"type": "string", "format": "byte"}
     elif encoded == "any":
         out = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    elif encoded in ("int32", "int64"):
+        out = {"type": "integer", "format": encoded}
     elif encoded == "number":
         out = {"type": "number", "format": "double"}
     else:

@@ -26,6 +26,7 @@ from aiohttp import web
 from minik.aio import start_task, stop_task
 from minik.api import remotecommand as rc
 from minik.api.errors import StatusError, bad_request, method_not_allowed, not_found
+from minik.api.params import parse_int64
 from minik.api.podcontainers import bound_node, resolve_container
 from minik.api.timestamps import parse_rfc3339
 from minik.apiserver.admission import ObjectReader
@@ -52,10 +53,7 @@ def _log_query(query: Mapping[str, str]) -> dict[str, str]:
         value = query.get(name)
         if value in (None, ""):
             continue
-        try:
-            number = int(value)
-        except ValueError:
-            raise bad_request(f"{name}: Invalid value: {value!r}: must be an integer") from None
+        number = parse_int64(name, value)
         if number < minimum:
             raise StatusError(422, "Invalid", f'PodLogOptions "" is invalid: {name}: Invalid value: {number}: must '
                               f"be greater than {'or equal to ' if minimum == 0 else ''}{minimum - (minimum > 0)}")

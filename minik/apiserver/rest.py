@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import os
 import random
+import re
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
@@ -31,6 +32,7 @@ Obj = dict[str, Any]
 UPDATE_RETRIES = 16
 
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_REVISION = re.compile(r"[0-9]+")
 _SERVER_OWNED = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink")
 
 
@@ -44,10 +46,10 @@ def parse_resource_version(value: Any, field: str = "metadata.resourceVersion") 
     """None for an empty resourceVersion, the revision otherwise; 400 when it is not a revision."""
     if value in (None, ""):
         return None
-    try:
-        revision = int(str(value))
-    except ValueError:
-        revision = -1
+    text = str(value)
+    # ASCII digits and nothing else, as Go's ParseUint reads them (int() would take " 5", "5\n" and "1_0"), and
+    # at most 64 bits' worth (int() of thousands of digits raises)
+    revision = int(text) if len(text) <= 20 and _REVISION.fullmatch(text) else -1
     if revision < 0:
         raise bad_request(f'{field}: Invalid value: "{value}": must be a resourceVersion returned by the server')
     return revision

@@ -10,7 +10,9 @@ from typing import Any
 
 from minik.api.errors import Cause, StatusError, bad_request, conflict, invalid
 from minik.api.registry import ResourceType
+from minik.api.schema import INT32
 from minik.api.selectors import selector_from_dict, selector_from_set
+from minik.apiserver.decoding import decode_error, fits, number_literal, patch_decode_error
 
 Obj = dict[str, Any]
 
@@ -37,12 +39,17 @@ def to_scale(resource: ResourceType, obj: Obj) -> Obj:
             "spec": {"replicas": int((obj.get("spec") or {}).get("replicas") or 0)}, "status": status}
 
 
-def _replicas(scale: Any, name: str) -> int:
+def _replicas(scale: Any, name: str, patched: bool) -> int:
     if not isinstance(scale, dict):
         raise bad_request("the body must be a Scale object")
     if scale.get("kind") not in (None, "Scale"):
         raise bad_request(f'the body must be a Scale, not {scale.get("kind")!r}')
     replicas = (scale.get("spec") or {}).get("replicas", 0)
+    if not fits(replicas, INT32):
+        # the Go type's limit, as Kubernetes' decoder refuses it (the object's own replicas are an int32 too)
+        message = (f"json: cannot unmarshal number {number_literal(replicas)} into Go struct field "
+                   f"ScaleSpec.spec.replicas of type int32")
+        raise patch_decode_error(scale, message) if patched else decode_error("Scale", "v1", message)
     if not isinstance(replicas, int) or isinstance(replicas, bool):
         raise invalid("Scale", "autoscaling", name, [Cause("spec.replicas", "FieldValueInvalid",
                                                            "must be an integer")])
@@ -52,8 +59,9 @@ def _replicas(scale: Any, name: str) -> int:
     return replicas
 
 
-def scaled(resource: ResourceType, current: Obj, scale: Obj, name: str) -> Obj:
-    """``current`` with spec.replicas from ``scale``; a resourceVersion in the Scale must be the object's."""
+def scaled(resource: ResourceType, current: Obj, scale: Obj, name: str, patched: bool = False) -> Obj:
+    """``current`` with spec.replicas from ``scale`` (the body of a PUT, or with ``patched`` the result of a
+    patch); a resourceVersion in the Scale must be the object's."""
     rv = (scale.get("metadata") or {}).get("resourceVersion")
     if rv and rv != current["metadata"].get("resourceVersion"):
         raise conflict(resource.plural, resource.group, name, "the object has been modified; please apply your "
@@ -63,7 +71,7 @@ def scaled(resource: ResourceType, current: Obj, scale: Obj, name: str) -> Obj:
         raise conflict(resource.plural, resource.group, name, f"Precondition failed: UID in precondition: {uid}, "
                        f"UID in object meta: {current['metadata'].get('uid')}")
     new = copy.deepcopy(current)
-    new.setdefault("spec", {})["replicas"] = _replicas(scale, name)
+    new.setdefault("spec", {})["replicas"] = _replicas(scale, name, patched)
     return new
 
 
@@ -73,5 +81,5 @@ def patched_scale(resource: ResourceType, patch: Callable[[Obj], Obj], name: str
         scale = patch(to_scale(resource, current))
         if not isinstance(scale, dict):
             raise StatusError(400, "BadRequest", "the patch must leave an object")
-        return scaled(resource, current, scale, name)
+        return scaled(resource, current, scale, name, patched=True)
     return apply

@@ -16,6 +16,7 @@ import structlog
 
 from minik.api.errors import (PATCH_MEDIA_TYPES, StatusError, bad_request, internal, not_found,
                               unsupported_media_type)
+from minik.api.params import parse_int64
 from minik.api.registry import Registry, ResourceType
 from minik.apiserver import codec, discovery, scale, tables, warnings
 from minik.apiserver.admission import (AdmissionPlugin, Admission, Authenticator, LoopbackAuthenticator,
@@ -24,7 +25,7 @@ from minik.apiserver.admission.priority import system_priority_classes
 from minik.apiserver.apply import Applier, FieldManager
 from minik.apiserver.authorization import AllowAll, Authorizer, AuthzAttributes, Decision
 from minik.apiserver.eviction import evict
-from minik.apiserver.fieldvalidation import FieldValidation
+from minik.apiserver.fieldvalidation import DELETE_OPTIONS, FieldValidation, check_integers
 from minik.apiserver.limits import Lanes, Limits
 from minik.apiserver.lists import list_body, parse_list_options, read_list
 from minik.apiserver.openapi import OpenApi
@@ -437,13 +438,13 @@ def _delete_options(body: bytes, content_type: str | None, query: Mapping[str, s
         decoded = codec.decode(body, content_type)
         if not isinstance(decoded, dict):
             raise bad_request("DeleteOptions must be a JSON object")
+        overflow = check_integers(decoded, DELETE_OPTIONS)
+        if overflow is not None:  # Kubernetes answers its decode error as a 500; a client's mistake is a 400
+            raise bad_request(overflow.message)
         options = decoded
     for name in _DELETE_QUERY_INTS:
         if query.get(name) not in (None, ""):
-            try:
-                options[name] = int(query[name])
-            except ValueError:
-                raise bad_request(f"{name}: Invalid value: {query[name]!r}: must be an integer") from None
+            options[name] = parse_int64(name, query[name])
     if query.get("propagationPolicy"):
         options["propagationPolicy"] = query["propagationPolicy"]
     if query.get("orphanDependents") in ("true", "false"):

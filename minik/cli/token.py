@@ -180,7 +180,7 @@ def delete(ids: tuple[str, ...]) -> None:
     token_ids = []
     for given in ids:
         token_id = given.split(".", 1)[0]
-        if not tokens.TOKEN_ID.match(token_id):
+        if not tokens.TOKEN_ID.fullmatch(token_id):
             raise fail(f'"{given}" is not a token id ([a-z0-9]{{6}}) nor a token')
         token_ids.append(token_id)
     session = Session.current()

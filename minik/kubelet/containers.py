@@ -25,7 +25,7 @@ Obj = dict[str, Any]
 
 CONFIG_ERROR = "CreateContainerConfigError"
 _REFERENCE = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)|\$\$")
-_FIELD_INDEX = re.compile(r"^metadata\.(labels|annotations)\['(.+)'\]$")
+_FIELD_INDEX = re.compile(r"metadata\.(labels|annotations)\['(.+)'\]")  # matched whole, with fullmatch
 
 
 def expand(text: str, env: dict[str, str]) -> str:
@@ -40,7 +40,7 @@ def expand(text: str, env: dict[str, str]) -> str:
 
 def field_value(pod: Obj, path: str, pod_ip: str, host_ip: str) -> str:
     meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
-    indexed = _FIELD_INDEX.match(path)
+    indexed = _FIELD_INDEX.fullmatch(path)
     if indexed:
         return str((meta.get(indexed.group(1)) or {}).get(indexed.group(2), ""))
     values = {"metadata.name": meta.get("name"), "metadata.namespace": meta.get("namespace"),

@@ -100,10 +100,10 @@ class TokenAuthenticator:
         user = self.static.find(token)
         if user is not None:
             return user
-        match = tokens.BOOTSTRAP_TOKEN.match(token)
+        match = tokens.BOOTSTRAP_TOKEN.fullmatch(token)
         if match is not None:
             return self._bootstrap(*match.groups())
-        match = tokens.NODE_TOKEN.match(token)
+        match = tokens.NODE_TOKEN.fullmatch(token)
         if match is not None:
             return self._node(*match.groups())
         return None

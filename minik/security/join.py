@@ -60,7 +60,7 @@ def parse_join_token(token: str, ca_hash: str | None = None) -> JoinToken:
     if token.startswith("K10") and "::" in token:
         embedded, _, token = token[3:].partition("::")
         embedded = "sha256:" + embedded.lower()
-    if not tokens.BOOTSTRAP_TOKEN.match(token):
+    if not tokens.BOOTSTRAP_TOKEN.fullmatch(token):
         raise JoinError("the join token must have the form [a-z0-9]{6}.[a-z0-9]{16} (or K10<ca-hash>::<token>), as "
                         "`minik token create` prints it")
     pin = ca_hash.strip().lower() if ca_hash else embedded
@@ -176,7 +176,7 @@ async def join(server: str, token: str, ca_hash: str | None, node_name: str, sta
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     answer = await _post(server + CREDENTIALS_PATH, body, pinned.token, context, timeout_seconds)
     node_token = answer.get("token")
-    if not isinstance(node_token, str) or not tokens.NODE_TOKEN.match(node_token):
+    if not isinstance(node_token, str) or not tokens.NODE_TOKEN.fullmatch(node_token):
         raise JoinError("the server's answer holds no node credential")
     private_dir(state_dir)
     write_private(state_dir / "ca.crt", ca_pem)

@@ -37,9 +37,11 @@ BOOTSTRAP_PREFIX = "bootstrap-token-"
 NODE_CREDENTIAL_TYPE = "minik.io/node-credential"
 NODE_CREDENTIAL_PREFIX = "node-credential-"
 
-BOOTSTRAP_TOKEN = re.compile(r"^([a-z0-9]{6})\.([a-z0-9]{16})$")
-NODE_TOKEN = re.compile(r"^([a-z0-9]{6})\.([a-z0-9]{32})$")
-TOKEN_ID = re.compile(r"^[a-z0-9]{6}$")
+#: whole-string patterns: \A and \Z, because ``$`` also matches before a final newline, so "<token>\n" would pass
+#: ``^...$`` (use them with fullmatch, which means the same whatever the anchors)
+BOOTSTRAP_TOKEN = re.compile(r"\A([a-z0-9]{6})\.([a-z0-9]{16})\Z")
+NODE_TOKEN = re.compile(r"\A([a-z0-9]{6})\.([a-z0-9]{32})\Z")
+TOKEN_ID = re.compile(r"\A[a-z0-9]{6}\Z")
 
 BOOTSTRAP_USER_PREFIX = "system:bootstrap:"
 BOOTSTRAPPERS = "system:bootstrappers"
@@ -120,7 +122,7 @@ class BootstrapToken:
 def bootstrap_secret(token: str, role: str, ttl: datetime.timedelta | None, description: str = "",
                      now: datetime.datetime | None = None) -> Obj:
     """The Secret that makes ``token`` valid for ``role`` until ``ttl`` from now (None or zero: forever)."""
-    match = BOOTSTRAP_TOKEN.match(token)
+    match = BOOTSTRAP_TOKEN.fullmatch(token)
     if match is None:
         raise ValueError("a bootstrap token has the form [a-z0-9]{6}.[a-z0-9]{16}")
     if role not in ROLE_GROUPS:
@@ -147,7 +149,7 @@ def read_bootstrap_secret(obj: Obj) -> BootstrapToken | None:
     data = {k: _unb64(v) for k, v in raw.items()}
     token_id, token_secret = data.get("token-id", ""), data.get("token-secret", "")
     name = (obj.get("metadata") or {}).get("name")
-    if name != BOOTSTRAP_PREFIX + token_id or BOOTSTRAP_TOKEN.match(f"{token_id}.{token_secret}") is None:
+    if name != BOOTSTRAP_PREFIX + token_id or BOOTSTRAP_TOKEN.fullmatch(f"{token_id}.{token_secret}") is None:
         return None
     expiration = None
     if data.get("expiration"):
@@ -170,7 +172,7 @@ class NodeCredential:
 
 
 def node_credential_secret(token: str, node: str) -> Obj:
-    match = NODE_TOKEN.match(token)
+    match = NODE_TOKEN.fullmatch(token)
     if match is None:
         raise ValueError("a node token has the form [a-z0-9]{6}.[a-z0-9]{32}")
     token_id, token_secret = match.groups()
@@ -190,7 +192,7 @@ def read_node_credential_secret(obj: Obj) -> NodeCredential | None:
         return None
     data = {k: _unb64(v) for k, v in raw.items()}
     token_id = data.get("token-id", "")
-    if (obj.get("metadata") or {}).get("name") != NODE_CREDENTIAL_PREFIX + token_id or not TOKEN_ID.match(token_id) \
+    if (obj.get("metadata") or {}).get("name") != NODE_CREDENTIAL_PREFIX + token_id or not TOKEN_ID.fullmatch(token_id) \
             or not data.get("node-name") or len(data.get("token-secret-sha256", "")) != 64:
         return None
     return NodeCredential(token_id, data["node-name"], data["token-secret-sha256"],

@@ -74,3 +74,9 @@ def test_value_and_milli_value_round_up_as_kubernetes_does() -> None:
     assert value_of("1.5") == 2
     assert value_of("1Gi") == 2 ** 30
     assert value_of(Decimal("0.001")) == 1
+
+
+@pytest.mark.parametrize("text", ["1\n", "1Gi\n", "100m\n", "1e3\n"])
+def test_a_trailing_newline_is_not_part_of_a_quantity(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_quantity(text)

@@ -110,6 +110,15 @@ def test_gt_and_lt_need_an_integer() -> None:
         parse_label_selector("replicas>x")
 
 
+@pytest.mark.parametrize("value", ["1_0", "99999999999999999999", "9" * 5000])
+def test_gt_and_lt_read_integers_as_go_does(value: str) -> None:
+    """strconv.ParseInt: ASCII digits only, 64 bits at most (Python's int() would take "1_0" for 10)."""
+    with pytest.raises(ValueError, match="for 'Gt', 'Lt' operators, the value must be an integer"):
+        parse_label_selector(f"replicas>{value}")
+    assert not parse_label_selector("replicas>5").matches({"replicas": value})
+    assert parse_label_selector("replicas>5").matches({"replicas": "10"})
+
+
 # -- metav1.LabelSelector ---------------------------------------------------------------------------------------
 
 def test_a_selector_dict_combines_match_labels_and_expressions() -> None:

@@ -280,3 +280,43 @@ def test_a_remembered_answer_is_the_same_every_time_and_each_caller_gets_its_own
     assert v.is_dns1123_label("a" * 64) == ["must be no more than 63 characters"]
     assert v.is_valid_ip("10.0.0.1") == [] == v.is_valid_ip("10.0.0.1")
     assert v.is_valid_ip("10.0.0.256") == v.is_valid_ip("10.0.0.256") != []
+
+
+# -- whole strings ----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("rule", "good"), [
+    (v.is_dns1123_label, "kube-system"),
+    (v.is_dns1123_subdomain, "example.com"),
+    (v.is_dns1035_label, "web"),
+    (v.is_qualified_name, "app"),
+    (v.is_qualified_name, "example.com/app"),
+    (v.is_valid_label_value, "web"),
+    (v.is_config_map_key, "app.properties"),
+    (v.is_env_var_name, "HOME"),
+    (v.is_valid_port_name, "http"),
+    (v.is_valid_percent, "25%"),
+])
+def test_a_trailing_newline_breaks_every_string_rule(rule, good: str) -> None:
+    """``$`` matches before a final newline: the rules must match the whole string."""
+    assert rule(good) == []
+    assert rule(good + "\n") != []
+    assert rule(good + "\r\n") != []
+
+
+def test_a_name_with_a_trailing_newline_is_not_the_name() -> None:
+    for value in ("kube-system\n", "web-\n"):
+        causes = v.validate_object_meta({"name": value, "namespace": "default"}, "label", True)
+        assert [c.field for c in causes] == ["metadata.name"], value
+    [cause] = v.validate_object_meta({"generateName": "web-\n", "namespace": "default"}, "label", True)
+    assert cause.field == "metadata.generateName"
+    [cause] = v.validate_object_meta(meta(namespace="kube-system\n"), "subdomain", True)
+    assert cause.field == "metadata.namespace"
+
+
+def test_labels_annotations_and_finalizers_with_a_trailing_newline_are_invalid() -> None:
+    for fields, path in (({"labels": {"app\n": "web"}}, "metadata.labels"),
+                         ({"labels": {"app": "web\n"}}, "metadata.labels"),
+                         ({"annotations": {"example.com/note\n": "any"}}, "metadata.annotations"),
+                         ({"finalizers": ["example.com/cleanup\n"]}, "metadata.finalizers")):
+        causes = v.validate_object_meta(meta(**fields), "subdomain", True)
+        assert [c.field for c in causes] == [path], fields

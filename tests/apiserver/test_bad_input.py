@@ -117,3 +117,41 @@ async def test_hostile_bodies_are_4xx_and_the_server_keeps_serving(cluster, http
     assert 400 <= status < 500, body
     assert cluster.store.revision == before
     assert (await http.get("/readyz"))[0] == 200
+
+
+async def test_a_namespace_named_kube_system_with_a_trailing_newline_is_refused(cluster, http) -> None:
+    before = cluster.store.revision
+    status, body = await http.post("/api/v1/namespaces", {"metadata": {"name": "kube-system\n"}})
+    assert (status, body["reason"]) == (422, "Invalid"), body
+    assert "metadata.name" in {c["field"] for c in body["details"]["causes"]}
+    assert cluster.store.revision == before
+    _, listed = await http.get("/api/v1/namespaces")
+    assert [ns["metadata"]["name"] for ns in listed["items"]].count("kube-system") == 1
+    assert all("\n" not in ns["metadata"]["name"] for ns in listed["items"])
+
+
+@pytest.mark.parametrize(("path", "body", "field"), [
+    (PODS, {"metadata": {"name": "ok", "labels": {"app\n": "web"}}}, "metadata.labels"),
+    (PODS, {"metadata": {"name": "ok", "labels": {"app": "web\n"}}}, "metadata.labels"),
+    (PODS, {"metadata": {"name": "ok", "annotations": {"example.com/note\n": "x"}}}, "metadata.annotations"),
+    (PODS, {"metadata": {"name": "ok", "finalizers": ["example.com/cleanup\n"]}}, "metadata.finalizers"),
+    (PODS, {"metadata": {"name": "ok\n"}}, "metadata.name"),
+    ("/api/v1/namespaces/default/configmaps", {"metadata": {"name": "ok"}, "data": {"key\n": "v"}}, "data[key\n]"),
+    ("/api/v1/namespaces/default/secrets", {"metadata": {"name": "ok"}, "stringData": {"key\n": "v"}},
+     "data[key\n]"),
+])
+async def test_keys_and_values_with_a_trailing_newline_are_refused(cluster, http, path: str, body: dict,
+                                                                   field: str) -> None:
+    if path == PODS:
+        body = {**body, "spec": {"containers": [{"name": "c", "image": "busybox:1"}]}}
+    before = cluster.store.revision
+    status, answer = await http.post(path, body)
+    assert (status, answer["reason"]) == (422, "Invalid"), answer
+    assert field in {c["field"] for c in answer["details"]["causes"]}
+    assert cluster.store.revision == before
+
+
+async def test_a_resource_version_with_a_trailing_newline_is_a_bad_request(http) -> None:
+    for value in ("5\n", " 5", "1_0", "\u0665", "9" * 5000):
+        status, body = await http.get(PODS, resourceVersion=value)
+        assert (status, body["reason"]) == (400, "BadRequest"), (value, body)

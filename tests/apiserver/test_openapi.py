@@ -84,6 +84,14 @@ async def test_documents_hold_every_schema_they_reference(http) -> None:
     assert meta["creationTimestamp"]["format"] == "date-time"
 
 
+async def test_integer_fields_carry_the_width_of_their_go_type(http) -> None:
+    _, document = await fetch(http, "/openapi/v3/apis/apps/v1")
+    spec = document["components"]["schemas"]["io.k8s.api.apps.v1.DeploymentSpec"]["properties"]
+    assert (spec["replicas"]["type"], spec["replicas"]["format"]) == ("integer", "int32")
+    meta = document["components"]["schemas"]["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"]["properties"]
+    assert (meta["generation"]["type"], meta["generation"]["format"]) == ("integer", "int64")
+
+
 async def test_patch_bodies_leave_strategic_merge_to_kubectls_compiled_merge_keys(http) -> None:
     _, document = await fetch(http, "/openapi/v3/apis/apps/v1")
     patch = document["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"]

@@ -3,6 +3,7 @@ works, anonymous may read only the cluster-info the joins need, and in-process c
 
 from __future__ import annotations
 
+import base64
 import stat
 
 import pytest
@@ -81,3 +82,26 @@ async def test_in_process_components_go_through_authorization_with_their_own_ide
     with pytest.raises(StatusError) as unauthorized:
         await anonymous.list("pods")
     assert unauthorized.value.code == 401
+
+
+async def test_a_token_with_a_trailing_newline_is_not_the_token(secure: Cluster) -> None:
+    """``$`` matches before a final newline; a token must be matched whole, however its pattern is used."""
+    from security_helpers import make_token
+
+    from minik.security import tokens
+
+    async with connect(secure, secure.admin_token) as admin:
+        token = await make_token(admin)
+    assert secure.api is not None
+    authenticator = secure.api.authenticator
+    assert authenticator.authenticate_token(token) is not None  # type: ignore[attr-defined]
+    for suffix in ("\n", "\r\n", " "):
+        assert authenticator.authenticate_token(token + suffix) is None, repr(suffix)  # type: ignore[attr-defined]
+    node_token = "abcdef." + "0" * 32
+    for pattern, good in ((tokens.BOOTSTRAP_TOKEN, token), (tokens.NODE_TOKEN, node_token),
+                          (tokens.TOKEN_ID, token[:6])):
+        assert pattern.match(good) and pattern.fullmatch(good)
+        assert pattern.match(good + "\n") is None and pattern.fullmatch(good + "\n") is None
+    secret = tokens.bootstrap_secret(token, "node", None)
+    secret["data"]["token-secret"] = base64.b64encode(token.split(".")[1].encode() + b"\n").decode()
+    assert tokens.read_bootstrap_secret(secret) is None
