@@ -26,20 +26,22 @@ class RequestInfo:
 _VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
-def _no_route(path: str) -> StatusError:
+def no_route(path: str) -> StatusError:
     return StatusError(404, "NotFound", "the server could not find the requested resource", {"causes": [
         {"reason": "UnexpectedServerResponse", "message": f"404 page not found: {path}"}]})
 
 
 def resolve(registry: Registry, method: str, path: str, query: Mapping[str, str]) -> RequestInfo:
-    """Parse ``/api/v1/...`` and ``/apis/GROUP/VERSION/...`` resource paths. 404 for anything unknown."""
+    """Parse ``/api/v1/...`` and ``/apis/GROUP/VERSION/...`` resource paths. 404 for an unknown resource; a
+    subresource is any name here, so that the request is authorized before the server says it does not serve it
+    (``no_route``), as Kubernetes authorizes ``pods/anything`` before routing it."""
     parts = [p for p in path.split("/") if p]
     if len(parts) >= 2 and parts[0] == "api":
         group, version, rest = "", parts[1], parts[2:]
     elif len(parts) >= 3 and parts[0] == "apis":
         group, version, rest = parts[1], parts[2], parts[3:]
     else:
-        raise _no_route(path)
+        raise no_route(path)
     watch_prefix = bool(rest) and rest[0] == "watch"
     if watch_prefix:
         rest = rest[1:]
@@ -48,21 +50,19 @@ def resolve(registry: Registry, method: str, path: str, query: Mapping[str, str]
     if len(rest) >= 3 and rest[0] == "namespaces" and (len(rest) > 3 or rest[2] not in ("status", "finalize")):
         namespace, rest = rest[1], rest[2:]
     if not rest:
-        raise _no_route(path)
+        raise no_route(path)
     plural = rest[0]
     resource = registry.get(group, version, plural)
     if resource is None:
-        raise _no_route(path)
+        raise no_route(path)
     name = rest[1] if len(rest) >= 2 else None
     subresource = rest[2] if len(rest) >= 3 else None
     if len(rest) > 3:
-        raise _no_route(path)
+        raise no_route(path)
     if resource.namespaced and namespace is None and (name is not None or method not in ("GET",)):
-        raise _no_route(path)
+        raise no_route(path)
     if not resource.namespaced and namespace is not None:
-        raise _no_route(path)
-    if subresource is not None and subresource not in resource.subresources:
-        raise _no_route(path)
+        raise no_route(path)
     if method not in _VERBS:
         raise StatusError(405, "MethodNotAllowed", f"the server does not allow this method on the requested "
                           f"resource ({method})")

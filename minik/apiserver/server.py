@@ -6,6 +6,7 @@ Every failure becomes a Kubernetes Status; nothing a client sends can get past t
 
 from __future__ import annotations
 
+import dataclasses
 import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from minik.apiserver.openapi import OpenApi
 from minik.apiserver.patch import json_patch, merge_patch, strategic_merge_patch
 from minik.apiserver.podproxy import PodProxy
 from minik.apiserver.request import ApiRequest, ApiResponse, User, success_status
-from minik.apiserver.requestinfo import RequestInfo, resolve
+from minik.apiserver.requestinfo import RequestInfo, no_route, resolve
 from minik.apiserver.rest import ResourceRest
 from minik.apiserver.services import (DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR, MASTER_NAMESPACE, MASTER_SERVICE,
                                       ServiceAllocations, master_endpoints)
@@ -56,6 +57,10 @@ Extension = Callable[[ApiRequest, User], Awaitable[ApiResponse]]
 #: a handler for a resource or subresource served by another part of the cluster (serviceaccounts/token, the
 #: access reviews): the request as resolved and authorized, and its user
 Handler = Callable[[RequestInfo, ApiRequest, User], Awaitable[ApiResponse]]
+
+
+#: the pod subresources that write into a running pod whatever the HTTP method
+_CONNECT_WRITES = ("exec", "attach", "portforward")
 
 
 def forbidden_error(user: User, info: RequestInfo, reason: str) -> StatusError:
@@ -228,7 +233,16 @@ class ApiServer:
             await self._authorize_path(user, request.method, path)
             return ApiResponse.json({"paths": sorted(self._static)}) if path == "/" else self.openapi.respond(path)
         info = resolve(self.registry, request.method, path, request.query)
-        decision, reason = await self.authorizer.authorize(user, AuthzAttributes.for_request(info))
+        attrs = AuthzAttributes.for_request(info)
+        decision, reason = await self.authorizer.authorize(user, attrs)
+        if decision is Decision.ALLOW and info.verb == "get" and info.subresource in _CONNECT_WRITES and \
+                info.resource.group == "" and info.resource.plural == "pods":
+            # exec, attach and port-forward over a WebSocket arrive as GETs, but they write into the pod: they need
+            # `create` too (as Kubernetes' AuthorizePodWebsocketUpgradeCreatePermission requires), so that a role
+            # granting `get` on everything (the garbage collector's) cannot run commands in pods
+            decision, reason = await self.authorizer.authorize(user, dataclasses.replace(attrs, verb="create"))
+            if decision is not Decision.ALLOW:
+                info = dataclasses.replace(info, verb="create")
         if decision is not Decision.ALLOW:
             if ANONYMOUS_GROUP in user.groups:
                 raise UNAUTHORIZED
@@ -264,6 +278,8 @@ class ApiServer:
         query = request.query
         dry_run = _dry_run(query)
         verb, sub = info.verb, info.subresource
+        if sub is not None and sub not in info.resource.subresources:
+            raise no_route(request.path)
         if sub is not None and sub not in discovery.SERVED_SUBRESOURCES:
             raise not_found(f"{info.resource.plural}/{sub}", info.resource.group, info.name or "")
         if sub is None and verb not in info.resource.verbs:
