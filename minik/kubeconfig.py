@@ -12,6 +12,7 @@ import base64
 import binascii
 import os
 import ssl
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,17 +28,23 @@ class KubeconfigError(Exception):
     """A kubeconfig that cannot be read or does not say where the server is."""
 
 
-def for_cluster(name: str, server: str, *, ca_data: bytes | None = None, token: str | None = None) -> Config:
+def for_cluster(name: str, server: str, *, ca_data: bytes | None = None, token: str | None = None,
+                client_cert: bytes | None = None, client_key: bytes | None = None) -> Config:
     """A kubeconfig with one cluster, one user and one context, all called ``name``, and that context current;
-    with the CA that signs the server's certificate and the user's bearer token when given."""
+    with the CA that signs the server's certificate, and the user's bearer token or client certificate and key
+    when given."""
     cluster: dict[str, Any] = {"server": server}
     if ca_data:
         cluster["certificate-authority-data"] = base64.b64encode(ca_data).decode()
+    user: dict[str, str] = {"token": token} if token else {}
+    if client_cert and client_key:
+        user["client-certificate-data"] = base64.b64encode(client_cert).decode()
+        user["client-key-data"] = base64.b64encode(client_key).decode()
     return {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": name, "cluster": cluster}],
-        "users": [{"name": name, "user": {"token": token} if token else {}}],
+        "users": [{"name": name, "user": user}],
         "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
         "current-context": name,
         "preferences": {},
@@ -105,19 +112,36 @@ class Endpoint:
     ca_data: bytes | None = None
     """The PEM CA the server's certificate must chain to (https); None: the system's trust store."""
     insecure_skip_tls_verify: bool = False
+    client_cert: bytes | None = None
+    """The user's PEM client certificate and key (``minik kubeconfig --user``), when it has no token."""
+    client_key: bytes | None = None
 
     def ssl_context(self) -> ssl.SSLContext | bool | None:
-        """What aiohttp's ``ssl=`` takes for this endpoint: a context trusting ``ca_data``, False to skip
-        verification (insecure-skip-tls-verify), None for the default (or plain http)."""
+        """What aiohttp's ``ssl=`` takes for this endpoint: a context trusting ``ca_data`` (and presenting the
+        client certificate, if any), False to skip verification (insecure-skip-tls-verify), None for the default
+        (or plain http)."""
         if not self.server.startswith("https://"):
             return None
-        if self.insecure_skip_tls_verify:
+        if self.insecure_skip_tls_verify and not self.client_cert:
             return False
-        if self.ca_data:
-            context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cadata=self.ca_data.decode())
-            context.minimum_version = ssl.TLSVersion.TLSv1_2
-            return context
-        return None
+        context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH,
+                                             cadata=self.ca_data.decode() if self.ca_data else None)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        if self.insecure_skip_tls_verify:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        if self.client_cert and self.client_key:
+            _load_client_certificate(context, self.client_cert, self.client_key)
+        return context if (self.ca_data or self.client_cert) else None
+
+
+def _load_client_certificate(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
+    """``ssl`` loads certificates from files only: they go through a private temporary directory."""
+    with tempfile.TemporaryDirectory(prefix="minik-kubeconfig-") as directory:
+        cert_path, key_path = Path(directory) / "client.crt", Path(directory) / "client.key"
+        write_private(cert_path, cert)
+        write_private(key_path, key)
+        context.load_cert_chain(str(cert_path), str(key_path))
 
 
 def _named(config: Config, section: str, name: str, field: str) -> dict[str, Any]:
@@ -149,7 +173,25 @@ def endpoint(path: Path, context: str | None = None) -> Endpoint:
     namespace = ctx.get("namespace")
     return Endpoint(server, token if isinstance(token, str) and token else None,
                     namespace if isinstance(namespace, str) and namespace else "default", _ca_data(path, cluster),
-                    cluster.get("insecure-skip-tls-verify") is True)
+                    cluster.get("insecure-skip-tls-verify") is True,
+                    _data(path, user, "client-certificate"), _data(path, user, "client-key"))
+
+
+def _data(path: Path, user: dict[str, Any], field: str) -> bytes | None:
+    """A user's ``FIELD-data`` (base64), or the file ``FIELD`` names (relative to the kubeconfig)."""
+    data = user.get(f"{field}-data")
+    if isinstance(data, str) and data:
+        try:
+            return base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError):
+            raise KubeconfigError(f"{path}: {field}-data is not base64") from None
+    file = user.get(field)
+    if isinstance(file, str) and file:
+        try:
+            return (path.parent / file).expanduser().read_bytes()
+        except OSError as exc:
+            raise KubeconfigError(f"{path}: cannot read {field} {file}: {exc.strerror or exc}") from None
+    return None
 
 
 def _ca_data(path: Path, cluster: dict[str, Any]) -> bytes | None:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import yaml
 
 from minik import kubeconfig
 from minik import log as logging_setup
@@ -452,9 +453,35 @@ def status(name: str, data_dir: Path | None) -> None:
 
 @click.command("kubeconfig")
 @_cluster_options
-def kubeconfig_path(name: str, data_dir: Path | None) -> None:
-    """Print the path of the cluster's kubeconfig (for kubectl --kubeconfig or KUBECONFIG=...)."""
+@click.option("--user", "user_name", default=None, metavar="NAME",
+              help="Issue a client certificate for this person (signed by the cluster CA, on the cluster's machine) "
+                   "and print a kubeconfig that uses it, instead of the admin kubeconfig's path.")
+@click.option("--group", "groups", multiple=True, metavar="GROUP", help="A group of --user (repeatable).")
+@click.option("--days", default=365, show_default=True, type=click.IntRange(min=1, max=3650),
+              help="How long --user's certificate is valid.")
+@click.option("--output", "-o", "output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write --user's kubeconfig to this file (mode 0600) instead of printing it.")
+def kubeconfig_path(name: str, data_dir: Path | None, user_name: str | None, groups: tuple[str, ...], days: int,
+                    output: Path | None) -> None:
+    """Print the path of the cluster's kubeconfig (for kubectl --kubeconfig or KUBECONFIG=...); with --user, a
+    kubeconfig for a person, who is then what RBAC bindings to that user (or their --group) grant."""
     path = Instance(data_dir or default_data_dir(name)).kubeconfig_path
     if not path.exists():
         raise fail(f"cluster {name!r} has no kubeconfig yet ({path}); start it with: minik up")
-    click.echo(str(path))
+    if user_name is None:
+        if groups or output is not None:
+            raise click.UsageError("--group and --output go with --user")
+        click.echo(str(path))
+        return
+    from minik.security.users import user_kubeconfig
+
+    try:
+        config = user_kubeconfig(path, name, user_name, groups, days)
+    except (ValueError, OSError, kubeconfig.KubeconfigError) as exc:
+        raise fail(str(exc)) from None
+    if output is None:
+        click.echo(yaml.safe_dump(config, default_flow_style=False, sort_keys=False), nl=False)
+    else:
+        kubeconfig.write(output, config)
+        click.echo(f"minik: wrote {output} for user {user_name!r} (groups: {', '.join(groups) or 'none'})",
+                   err=True)
