@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import structlog
 
@@ -27,10 +27,12 @@ from minik.apiserver.limits import Limits
 from minik.apiserver.request import User
 from minik.apiserver.server import ApiServer, ApiSettings
 from minik.client import Client
+from minik.kubeconfig import Config, for_cluster
 from minik.security import authz
 from minik.security.authn import StaticTokens, TokenAuthenticator
 from minik.security.authz import RoleAuthorizer
-from minik.security.credentials import ADMIN, APISERVER, UNSECURED, ClusterCredentials, mint, serving_names
+from minik.security.credentials import (ADMIN, APISERVER, UNSECURED, ClusterCredentials, client_ssl_context,
+                                        mint, serving_names)
 from minik.security.files import restrict
 from minik.security.tokens import NODE_USER_PREFIX, NODES
 from minik.store import Store, StoreSettings
@@ -250,6 +252,25 @@ class Cluster:
     @property
     def admin_token(self) -> str | None:
         return self.credentials.admin_token if self.credentials is not None else None
+
+    def client_ssl_context(self) -> ssl.SSLContext | None:
+        """What a client of this cluster trusts: its CA only (None when it serves plain HTTP)."""
+        if not self.secure:
+            return None
+        assert self.credentials is not None, "the cluster is not started"
+        return client_ssl_context(self.credentials.ca_pem)
+
+    def kubeconfig(self) -> Config:
+        """The admin's kubeconfig, as `minik up` writes it (DATA_DIR/kubeconfig): this cluster's URL, its CA and
+        the admin token (neither over plain HTTP)."""
+        creds = self.credentials
+        return for_cluster(self.settings.name, self.url, token=creds.admin_token if creds is not None else None,
+                           ca_data=creds.ca_pem if creds is not None else None)
+
+    def admin_client(self, **options: Any) -> Client:
+        """A client over the network as the admin, as one with the kubeconfig reaches this cluster (``options``:
+        ``Client.http``'s, e.g. timeout_seconds). Closed by the caller."""
+        return Client.http(self.url, self.admin_token, ssl=self.client_ssl_context(), **options)
 
     def in_process_client(self, user: User = ADMIN) -> Client:
         """A client that reaches this cluster's API in-process as ``user`` (through authentication with a token
