@@ -2,8 +2,8 @@
 
 Roles, by identity (Kubernetes' names where Kubernetes has them):
 
-- **admin**: the group ``system:masters`` (the kubeconfig `minik up` writes; the opt-in plain-HTTP loopback
-  listener; the API server's own writes): everything.
+- **admin**: the group ``system:masters`` (the kubeconfig `minik up` writes; the API server's own writes):
+  everything.
 - **view**: tokens of ``minik token create --role view`` (group ``system:bootstrappers:minik:view``): get, list
   and watch everything except Secrets, as Kubernetes' ``view`` ClusterRole.
 - **node**: ``system:node:NAME`` in ``system:nodes`` (what a join hands a node): Kubernetes' node authorizer. It

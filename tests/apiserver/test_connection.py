@@ -19,8 +19,8 @@ CMS = "/api/v1/namespaces/default/configmaps"
 @pytest.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
     """A cluster serving plain HTTP: these tests speak HTTP/1.1 byte for byte, and TLS would only stand between
-    them and the bytes."""
-    async with Cluster(ClusterSettings(data_dir=tmp_path / "c", port=0, insecure_loopback=True, synchronous="NORMAL",
+    them and the bytes. Its requests are authenticated as over HTTPS (see ``head``)."""
+    async with Cluster(ClusterSettings(data_dir=tmp_path / "c", port=0, plain_http=True, synchronous="NORMAL",
                                        disabled=frozenset(COMPONENTS))) as c:
         yield c
 
@@ -238,7 +238,7 @@ async def test_a_hundred_pipelined_requests_are_all_answered_in_order(cluster: C
 
 
 async def test_a_body_arriving_slowly_is_held_to_the_body_limit_not_the_idle_one(tmp_path: Path) -> None:
-    c = Cluster(ClusterSettings(data_dir=tmp_path / "c", port=0, insecure_loopback=True, synchronous="NORMAL",
+    c = Cluster(ClusterSettings(data_dir=tmp_path / "c", port=0, plain_http=True, synchronous="NORMAL",
                                 disabled=frozenset(COMPONENTS),
                                 limits={"idle_timeout_seconds": 0.3, "body_timeout_seconds": 5}))
     await c.start()

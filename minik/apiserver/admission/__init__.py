@@ -3,10 +3,10 @@
 `base` holds the protocols and the chain; each admission plugin is a module of its own, and `plugins` says which
 run by default and in what order (mutating steps of every plugin first, then every validating step)."""
 
-from minik.apiserver.admission.base import (Admission, AdmissionPlugin, AllowAll, Attributes, Authenticator,
-                                            Authorizer, LoopbackAuthenticator, ObjectReader)
+from minik.apiserver.admission.base import (Admission, AdmissionPlugin, Attributes, Authenticator, Authorizer,
+                                            ObjectReader)
 from minik.apiserver.admission.namespace_lifecycle import IMMORTAL_NAMESPACES, NamespaceLifecycle
 from minik.apiserver.admission.plugins import default_plugins
 
-__all__ = ["Admission", "AdmissionPlugin", "AllowAll", "Attributes", "Authenticator", "Authorizer",
-           "IMMORTAL_NAMESPACES", "LoopbackAuthenticator", "NamespaceLifecycle", "ObjectReader", "default_plugins"]
+__all__ = ["Admission", "AdmissionPlugin", "Attributes", "Authenticator", "Authorizer", "IMMORTAL_NAMESPACES",
+           "NamespaceLifecycle", "ObjectReader", "default_plugins"]

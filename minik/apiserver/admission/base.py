@@ -1,7 +1,7 @@
 """The request pipeline's replaceable stages: the authenticator, authorizer and admission plugin protocols,
 what admission sees of a request, and the chain that runs the plugins.
 
-Each stage is a small protocol so real implementations replace the defaults without touching the handlers:
+Each stage is a small protocol, so implementations are swapped without touching the handlers:
 authenticate -> authorize -> decode -> admit (mutating, then validating) -> validate -> store.
 """
 
@@ -27,21 +27,6 @@ class Authorizer(Protocol):
     async def authorize(self, user: User, info: RequestInfo) -> str | None:
         """None to allow, or the reason for a 403."""
         ...
-
-
-_LOOPBACK_ADMIN = User("system:admin", ("system:masters", "system:authenticated"))
-
-
-class LoopbackAuthenticator:
-    """Everyone is an admin. Only fit for a server bound to loopback (the security work replaces it)."""
-
-    async def authenticate(self, request: ApiRequest) -> User | None:
-        return _LOOPBACK_ADMIN
-
-
-class AllowAll:
-    async def authorize(self, user: User, info: RequestInfo) -> str | None:
-        return None
 
 
 @dataclass
