@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import orjson
 import structlog
@@ -29,10 +29,12 @@ from minik.apiserver.request import ApiRequest, ApiResponse, User
 from minik.apiserver.server import ApiServer, ApiSettings
 from minik.client import Client
 from minik.apiserver.admission import default_plugins
+from minik.kubeconfig import Config, for_cluster
 from minik.security import authz
 from minik.security.authn import StaticTokens, TokenAuthenticator
 from minik.security.authz import ClusterAuthorizer
-from minik.security.credentials import ADMIN, APISERVER, UNSECURED, ClusterCredentials, mint, serving_names
+from minik.security.credentials import (ADMIN, APISERVER, ClusterCredentials, client_ssl_context, mint,
+                                        serving_names)
 from minik.security.files import private_dir, restrict
 from minik.security.impersonation import ImpersonatingAuthenticator
 from minik.security.rbac import policy
@@ -174,10 +176,13 @@ class ClusterSettings:
     kubelet: dict[str, object] = field(default_factory=dict)
     """Extra KubeletSettings fields for the local node (for tests: back-off, resync...)."""
 
-    insecure_loopback: bool = False
-    """Serve plain HTTP with no authentication (every request is ``system:unsecured``, an admin), as Kubernetes'
-    old insecure port did: only on a loopback address, and only when asked (tests, `minik up
-    --insecure-loopback`). Otherwise the API is HTTPS with the cluster's CA and every request is authenticated."""
+    plain_http: bool = False
+    """Serve plain HTTP instead of HTTPS (`minik up --plain-http`), only on a loopback address: for benchmarks
+    measured against plain-HTTP anchors (etcd). Every request is still authenticated and authorized as over HTTPS
+    (the kubeconfig carries the admin token; a request without a token gets 401): nothing is trusted for the
+    address it comes from, since the node proxy and pods reach the API from loopback too. (kubectl, like every
+    client-go program, sends a kubeconfig's credentials only over TLS, so it is anonymous here.) The CA is made
+    all the same: the kubelets' endpoint is TLS only."""
 
     tls_sans: tuple[str, ...] = ()
     """Extra names and addresses for the serving certificate (`minik up --tls-san`), besides this host's own."""
@@ -195,9 +200,9 @@ class ClusterSettings:
         network = ipaddress.ip_network(self.service_cidr, strict=False)  # ValueError for a bad range
         if network.num_addresses < 8:
             raise ValueError(f"the service range {self.service_cidr} is too small (at least 8 addresses)")
-        if self.insecure_loopback and not is_loopback(self.bind):
+        if self.plain_http and not is_loopback(self.bind):
             raise ValueError(f"plain HTTP is only served on a loopback address, not on {self.bind}: drop "
-                             "--insecure-loopback to serve HTTPS")
+                             "--plain-http to serve HTTPS")
 
     @property
     def db_path(self) -> Path:
@@ -255,7 +260,7 @@ class Cluster:
         #: the API server's own in-process client (identity system:apiserver, an admin)
         self.client: Client | None = None
         self.tokens = StaticTokens()
-        #: the CA, serving certificate and admin token (None when serving plain HTTP on loopback)
+        #: the CA, serving certificate and admin token (set once started)
         self.credentials: ClusterCredentials | None = None
         self._clients: list[Client] = []
         self.components: dict[str, Component] = {}
@@ -268,16 +273,29 @@ class Cluster:
         return self.settings.bind if self.settings.bind not in ("0.0.0.0", "::") else "127.0.0.1"
 
     @property
-    def secure(self) -> bool:
-        return not self.settings.insecure_loopback
-
-    @property
     def url(self) -> str:
-        return f"{'https' if self.secure else 'http'}://{self.host}:{self.port}"
+        return f"{'http' if self.settings.plain_http else 'https'}://{self.host}:{self.port}"
 
     @property
     def admin_token(self) -> str | None:
         return self.credentials.admin_token if self.credentials is not None else None
+
+    def client_ssl_context(self) -> ssl.SSLContext | None:
+        """What a client of this cluster trusts: its CA only (None when it serves plain HTTP)."""
+        assert self.credentials is not None, "the cluster is not started"
+        return None if self.settings.plain_http else client_ssl_context(self.credentials.ca_pem)
+
+    def kubeconfig(self) -> Config:
+        """The admin's kubeconfig, as `minik up` writes it (DATA_DIR/kubeconfig): this cluster's URL, its CA
+        (over HTTPS) and the admin token."""
+        assert self.credentials is not None, "the cluster is not started"
+        return for_cluster(self.settings.name, self.url, token=self.credentials.admin_token,
+                           ca_data=None if self.settings.plain_http else self.credentials.ca_pem)
+
+    def admin_client(self, **options: Any) -> Client:
+        """A client over the network as the admin, as one with the kubeconfig reaches this cluster (``options``:
+        ``Client.http``'s, e.g. timeout_seconds). Closed by the caller."""
+        return Client.http(self.url, self.admin_token, ssl=self.client_ssl_context(), **options)
 
     def in_process_client(self, user: User = ADMIN) -> Client:
         """A client that reaches this cluster's API in-process as ``user`` (through authentication with a token
@@ -311,14 +329,12 @@ class Cluster:
         s = self.settings
         private_dir(s.data_dir)  # 0700: everything in it is the cluster's alone
         sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_INTERVAL_SECONDS))
-        credentials: asyncio.Future[ClusterCredentials] | None = None
-        if self.secure:
-            names = serving_names(s.bind, str(next(ipaddress.ip_network(s.service_cidr, strict=False).hosts())),
-                                  s.tls_sans)
-            # the CA and serving certificate are made (or read) in a worker thread while the store opens: their
-            # file writes and fsyncs overlap the store's, and the event loop stays free
-            credentials = asyncio.ensure_future(asyncio.to_thread(ClusterCredentials.load_or_create, s.data_dir,
-                                                                  names, self.tokens))
+        names = serving_names(s.bind, str(next(ipaddress.ip_network(s.service_cidr, strict=False).hosts())),
+                              s.tls_sans)
+        # the CA and serving certificate are made (or read) in a worker thread while the store opens: their file
+        # writes and fsyncs overlap the store's, and the event loop stays free
+        credentials: asyncio.Future[ClusterCredentials] | None = asyncio.ensure_future(
+            asyncio.to_thread(ClusterCredentials.load_or_create, s.data_dir, names, self.tokens))
         try:
             settings = StoreSettings(path=s.db_path, synchronous=s.synchronous, **s.store)  # type: ignore[arg-type]
             self.store = await Store.open(settings)
@@ -351,10 +367,10 @@ class Cluster:
             if credentials is not None:
                 self.credentials = await credentials
                 credentials = None
-            user = None if self.secure else UNSECURED
+            assert self.credentials is not None
             # llhttp-parsed HTTP/1.1 for every request; aiohttp's server for the connections that upgrade (exec)
-            self._listener = HttpListener(self.api, user=user, fallback=build_server(self.api, user=user))
-            ssl_context = self.credentials.server_ssl_context() if self.credentials is not None else None
+            self._listener = HttpListener(self.api, fallback=build_server(self.api))
+            ssl_context = None if s.plain_http else self.credentials.server_ssl_context()
             self._server = await asyncio.get_running_loop().create_server(
                 self._listener, s.bind, s.port, reuse_address=True, ssl=ssl_context, backlog=LISTEN_BACKLOG)
             self.port = int(self._server.sockets[0].getsockname()[1])
@@ -362,7 +378,7 @@ class Cluster:
             self._serve_issuer_discovery(self.api, self.issuer)
             self.progress(f"API server listening on {self.url}")
             self.client = self.in_process_client(APISERVER)
-            if self.credentials is not None:
+            if not s.plain_http:  # a joining node pins the CA it finds over TLS: nothing to pin over plain HTTP
                 from minik.security import joinserver
 
                 creds = self.credentials
@@ -370,8 +386,7 @@ class Cluster:
                                                                              self.own_node_names()).handle
                 await joinserver.publish_cluster_info(self.client, self.url, creds.ca_pem)
             await self._start_components()
-            if self.credentials is not None:  # for the kubelets and admins who reach them; not needed to serve
-                self.credentials.ensure_client_certificates()
+            self.credentials.ensure_client_certificates()  # for the kubelets and admins who reach them
         except BaseException:
             if credentials is not None:
                 await asyncio.wait([credentials])

@@ -38,7 +38,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import benchlib
 
@@ -95,8 +95,12 @@ def spawned(args: list[str], **kwargs: Any) -> Iterator[subprocess.Popen[Any]]:
         stop_process(proc)
 
 
-def http(method: str, url: str, body: bytes | None = None, timeout: float = 30.0) -> tuple[int, bytes]:
-    req = urllib.request.Request(url, data=body, method=method, headers={"Content-Type": "application/json"})
+def http(method: str, url: str, body: bytes | None = None, timeout: float = 30.0, token: str | None = None
+         ) -> tuple[int, bytes]:
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    req = urllib.request.Request(url, data=body, method=method, headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             return resp.status, resp.read()
@@ -185,7 +189,7 @@ end
 # Each request creates a pod whose spec is its own: the image tag carries the wrk thread and a counter.
 LUA_DISTINCT_PODS = r"""
 local n = 0
-local headers = {["Content-Type"] = "application/json"}
+local headers = {["Content-Type"] = "application/json", ["Authorization"] = AUTHORIZATION}
 local head = '{"apiVersion":"v1","kind":"Pod","metadata":{"generateName":"bench-"},' ..
              '"spec":{"containers":[{"name":"c","image":"busybox:t'
 local tail = '"}]}}'
@@ -196,9 +200,13 @@ end
 """
 
 
-def lua_script(directory: Path, name: str, expected: int, extra: str = "", request: str = "") -> Path:
+def lua_script(directory: Path, name: str, expected: int, extra: str = "", request: str = "",
+               token: str | None = None) -> Path:
+    """A wrk script; with ``token``, its requests carry it (``AUTHORIZATION``, for scripts that make their own
+    headers)."""
     path = directory / f"{name}.lua"
-    path.write_text(f"EXPECTED = {expected}\n{extra}\n{LUA_COMMON}\n{request}\n")
+    auth = f'AUTHORIZATION = "Bearer {token}"\nwrk.headers["Authorization"] = AUTHORIZATION' if token else ""
+    path.write_text(f"EXPECTED = {expected}\n{auth}\n{extra}\n{LUA_COMMON}\n{request}\n")
     return path
 
 
@@ -309,14 +317,21 @@ def bench_hello(duration: float, threads: int, tmp: Path) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------------------------
 # minik
 
+class Minik(NamedTuple):
+    """A `minik up` of the benchmark: its URL and its admin's token (plain HTTP is authenticated too)."""
+
+    url: str
+    token: str | None
+
+
 @contextlib.contextmanager
-def minik(tmp: Path, name: str) -> Iterator[str]:
+def minik(tmp: Path, name: str) -> Iterator[Minik]:
     data_dir = Path(tempfile.mkdtemp(prefix=f"minik-{name}-", dir=tmp))
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     args = [sys.executable, "-m", "minik", "up", "--data-dir", str(data_dir), "--port", "0", "--sync", "FULL",
             "--log-file", "-", "--disable", "scheduler,controllers,node,proxy",
-            "--insecure-loopback"]  # plain HTTP, as the anchors are served
+            "--plain-http"]  # plain HTTP, as the anchors are served
     stderr_path = tmp / f"minik-{name}.stderr"
     try:
         with open(stderr_path, "wb") as err, spawned(args, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
@@ -344,28 +359,28 @@ def minik(tmp: Path, name: str) -> Iterator[str]:
                     raise BenchError(f"minik did not start (exit {proc.poll()}): stdout {''.join(seen)[-1000:]!r}"
                                      f"\nstderr tail:\n{tail}")
                 time.sleep(0.05)
-            yield found[0].rstrip("/")
+            yield Minik(found[0].rstrip("/"), benchlib.admin_endpoint(data_dir).token)
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
         with contextlib.suppress(OSError):
             stderr_path.unlink()
 
 
-def count_pods(url: str) -> int | None:
-    status, body = http("GET", url + "/api/v1/namespaces/default/pods", timeout=120)
+def count_pods(server: Minik) -> int | None:
+    status, body = http("GET", server.url + "/api/v1/namespaces/default/pods", timeout=120, token=server.token)
     if status != 200:
         return None
     return sum(1 for item in json.loads(body).get("items", [])
                if item.get("metadata", {}).get("generateName") == "bench-")
 
 
-def pod_creates(url: str, tmp: Path, seconds: float, threads: int, distinct: bool) -> dict[str, Any]:
+def pod_creates(server: Minik, tmp: Path, seconds: float, threads: int, distinct: bool) -> dict[str, Any]:
     """Pods as one template makes them (the same spec every time), or with ``distinct`` each with a spec of its
     own (its image tag, with the wrk thread and a counter), which no memo of specs seen before can answer."""
     name = "creates-distinct" if distinct else "creates"
-    script = lua_script(tmp, name, 201, request=LUA_DISTINCT_PODS) if distinct else \
-        lua_script(tmp, name, 201, lua_static("POST", "/api/v1/namespaces/default/pods", POD_BODY))
-    return run_wrk(url, script, seconds, threads)
+    script = lua_script(tmp, name, 201, request=LUA_DISTINCT_PODS, token=server.token) if distinct else \
+        lua_script(tmp, name, 201, lua_static("POST", "/api/v1/namespaces/default/pods", POD_BODY), token=server.token)
+    return run_wrk(server.url, script, seconds, threads)
 
 
 def combine(rounds: list[dict[str, Any]]) -> dict[str, Any]:
@@ -388,24 +403,23 @@ def bench_writes(tmp: Path, duration: float, threads: int, rounds: int) -> dict[
     seconds = max(MIN_SLICE_SECONDS, duration / rounds)
     names = ("etcd puts", "minik pod creates", "minik distinct pod creates")
     results: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
-    with etcd_server(tmp) as etcd_url, minik(tmp, "creates") as same_url, \
-            minik(tmp, "creates-distinct") as distinct_url:
-        for url in (same_url, distinct_url):
-            status, body = http("POST", url + "/api/v1/namespaces/default/pods", POD_BODY)
+    with etcd_server(tmp) as etcd_url, minik(tmp, "creates") as same, minik(tmp, "creates-distinct") as distinct:
+        for server in (same, distinct):
+            status, body = http("POST", server.url + "/api/v1/namespaces/default/pods", POD_BODY, token=server.token)
             if status != 201:
                 raise BenchError(f"minik pod create probe: {status} {body[:500]!r}")
         for round_ in range(rounds):
             for name, measure in zip(names, (
                     lambda: etcd_puts(etcd_url, tmp, seconds, threads, round_),
-                    lambda: pod_creates(same_url, tmp, seconds, threads, False),
-                    lambda: pod_creates(distinct_url, tmp, seconds, threads, True))):
+                    lambda: pod_creates(same, tmp, seconds, threads, False),
+                    lambda: pod_creates(distinct, tmp, seconds, threads, True))):
                 results[name].append(measure())
                 print(f"    round {round_ + 1}/{rounds} {name}: {describe(results[name][-1])}", file=sys.stderr,
                       flush=True)
         out = {name: combine(results[name]) for name in names}
         out["etcd puts"]["keys_stored"] = etcd_keys(etcd_url)
-        for name, url in (("minik pod creates", same_url), ("minik distinct pod creates", distinct_url)):
-            stored = count_pods(url)
+        for name, server in (("minik pod creates", same), ("minik distinct pod creates", distinct)):
+            stored = count_pods(server)
             result = out[name]
             result["pods_listed"] = None if stored is None else stored - 1  # minus the probe
             # requests still in flight when wrk stops may commit without being counted: up to one per connection
@@ -415,16 +429,17 @@ def bench_writes(tmp: Path, duration: float, threads: int, rounds: int) -> dict[
         return out
 
 
-def bench_gets(url: str, tmp: Path, duration: float, threads: int) -> dict[str, Any]:
+def bench_gets(server: Minik, tmp: Path, duration: float, threads: int) -> dict[str, Any]:
     body = POD_BODY.replace(b'"generateName":"bench-"', b'"name":"bench-get"')
-    status, text = http("POST", url + "/api/v1/namespaces/default/pods", body)
+    status, text = http("POST", server.url + "/api/v1/namespaces/default/pods", body, token=server.token)
     if status != 201:
         raise BenchError(f"minik pod create (for gets): {status} {text[:500]!r}")
     path = "/api/v1/namespaces/default/pods/bench-get"
-    status, text = http("GET", url + path)
+    status, text = http("GET", server.url + path, token=server.token)
     if status != 200:
         raise BenchError(f"minik pod get probe: {status} {text[:500]!r}")
-    return run_wrk(url, lua_script(tmp, "gets", 200, lua_static("GET", path, None)), duration, threads)
+    return run_wrk(server.url, lua_script(tmp, "gets", 200, lua_static("GET", path, None), token=server.token),
+                   duration, threads)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -508,8 +523,8 @@ class WatchReader(asyncio.Protocol):
 
 
 async def watch_client(url: str, path: str, watchers: int) -> None:
-    """Child process: open the watches (``path``, its "{i}" replaced by each watcher's number), say READY, count
-    until STOP on stdin, print one JSON line of results."""
+    """Child process: open the watches (``path``, its "{i}" replaced by each watcher's number; the token from
+    $BENCH_TOKEN), say READY, count until STOP on stdin, print one JSON line of results."""
     from urllib.parse import urlsplit
 
     latencies: list[int] = []
@@ -520,8 +535,11 @@ async def watch_client(url: str, path: str, watchers: int) -> None:
     parts = urlsplit(url)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
 
+    token = os.environ.get("BENCH_TOKEN")
+    authorization = f"Authorization: Bearer {token}\r\n" if token else ""
+
     def request(i: int) -> bytes:
-        return (f"GET {path.replace('{i}', str(i))} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+        return (f"GET {path.replace('{i}', str(i))} HTTP/1.1\r\nHost: {host}:{port}\r\n{authorization}"
                 f"Accept: application/json\r\n\r\n").encode()
 
     def on_ready(ok: bool) -> None:
@@ -661,14 +679,15 @@ class WriterResults:
             self._drained.set_result(None)
 
 
-async def paced_writer(url: str, duration: float, rate: int) -> dict[str, Any]:
+async def paced_writer(server: Minik, duration: float, rate: int) -> dict[str, Any]:
     """Creates configmaps at ``rate`` per second for ``duration`` seconds, each carrying its send time, over
     keep-alive connections (a new one only when every open one is waiting for its response, at most 256)."""
     from urllib.parse import urlsplit
 
-    parts = urlsplit(url)
+    parts = urlsplit(server.url)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
-    head = (f"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: {host}:{port}\r\n"
+    authorization = f"Authorization: Bearer {server.token}\r\n" if server.token else ""
+    head = (f"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: {host}:{port}\r\n{authorization}"
             f"Content-Type: application/json\r\nAccept: application/json\r\n").encode()
     loop = asyncio.get_running_loop()
     results = WriterResults()
@@ -723,13 +742,14 @@ async def paced_writer(url: str, duration: float, rate: int) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def watch_clients(url: str, path: str, watchers: int) -> Iterator[dict[str, Any]]:
+def watch_clients(server: Minik, path: str, watchers: int) -> Iterator[dict[str, Any]]:
     """``watchers`` watches of ``path`` open in a child process (watch_client) while the block runs; the dict it
     yields gets the child's results when the block ends (after a second for the last events to arrive)."""
-    args = [sys.executable, __file__, "--_watch-client", url, path, str(watchers)]
+    args = [sys.executable, __file__, "--_watch-client", server.url, path, str(watchers)]
+    env = {**os.environ, "BENCH_TOKEN": server.token or ""}  # not in the arguments, which anyone may read
     # the client's stderr goes to a file, not a pipe nobody reads while it runs (a full pipe would stall it)
     with tempfile.TemporaryFile(mode="w+") as errors, \
-            spawned(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, text=True) as proc:
+            spawned(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, text=True, env=env) as proc:
         def tail() -> str:
             errors.seek(0)
             return errors.read()[-2000:]
@@ -751,14 +771,14 @@ def watch_clients(url: str, path: str, watchers: int) -> Iterator[dict[str, Any]
             raise BenchError(f"watch client gave no result: {tail()}")
 
 
-def bench_watch(url: str, duration: float) -> dict[str, Any]:
-    status, body = http("GET", url + "/api/v1/namespaces/default/configmaps?limit=1")
+def bench_watch(server: Minik, duration: float) -> dict[str, Any]:
+    status, body = http("GET", server.url + "/api/v1/namespaces/default/configmaps?limit=1", token=server.token)
     if status != 200:
         raise BenchError(f"minik configmap list: {status} {body[:500]!r}")
     rv = json.loads(body)["metadata"]["resourceVersion"]
-    with watch_clients(url, f"/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}",
+    with watch_clients(server, f"/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}",
                        WATCHERS) as result:
-        writer = run_loop(paced_writer(url, duration, WRITE_RATE))
+        writer = run_loop(paced_writer(server, duration, WRITE_RATE))
     result["writer"] = writer
     result["expected_deliveries"] = writer["ok"] * WATCHERS
     return result
@@ -769,12 +789,12 @@ def bench_node_watches(tmp: Path, duration: float, threads: int) -> dict[str, An
     these pods is on their nodes, so each watch only tests and drops every event), against the creates/s of the
     same server without them: slices without, with, and without again (the anchor is the mean of the two)."""
     seconds = max(MIN_SLICE_SECONDS, duration / 3)
-    with minik(tmp, "node-watches") as url:
-        before = pod_creates(url, tmp, seconds, threads, False)
-        with watch_clients(url, "/api/v1/pods?watch=true&fieldSelector=spec.nodeName%3Dnode-{i}",
+    with minik(tmp, "node-watches") as server:
+        before = pod_creates(server, tmp, seconds, threads, False)
+        with watch_clients(server, "/api/v1/pods?watch=true&fieldSelector=spec.nodeName%3Dnode-{i}",
                            WATCHERS) as watched:
-            during = pod_creates(url, tmp, seconds, threads, False)
-        after = pod_creates(url, tmp, seconds, threads, False)
+            during = pod_creates(server, tmp, seconds, threads, False)
+        after = pod_creates(server, tmp, seconds, threads, False)
     if watched.get("errors") or watched.get("deliveries"):
         raise BenchError(f"node watches: {watched}")
     without = [r.get("ok_per_second") for r in (before, after)]
@@ -849,9 +869,9 @@ def main() -> int:
         step("aiohttp hello", bench_hello, duration, threads, tmp)
         step("minik pod creates beside node watches", bench_node_watches, tmp, duration, threads)
         try:
-            with minik(tmp, "gets-watch") as url:
-                step("minik pod gets", bench_gets, url, tmp, duration, threads)
-                step("minik watch", bench_watch, url, duration)
+            with minik(tmp, "gets-watch") as server:
+                step("minik pod gets", bench_gets, server, tmp, duration, threads)
+                step("minik watch", bench_watch, server, duration)
         except BenchError as exc:
             print(f"    FAILED: {exc}", file=sys.stderr, flush=True)
             details.setdefault("minik pod gets", {"error": str(exc)})

@@ -42,7 +42,7 @@ def start_cluster(data: Path, port: int, nodes: int) -> subprocess.Popen[bytes]:
     log = open(data / "cluster.out", "wb")
     args = ["up", "--data-dir", str(data / "cluster"), "--port", str(port), "--sync", "NORMAL", "--no-node",
             "--fake-nodes", str(nodes), "--disable", "proxy", "--log-level", "warning",
-            "--insecure-loopback"]  # plain HTTP on loopback, as the anchor is measured
+            "--plain-http"]  # plain HTTP on loopback (still with the admin's token), as the anchor is measured
     return subprocess.Popen([sys.executable, "-m", "minik", *args], env=env, stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)
 
@@ -154,8 +154,8 @@ async def rolled_out(api: Client, replicas: int, timeout: float) -> float:
     return time.perf_counter()
 
 
-async def measure(url: str, replicas: int, nodes: int) -> dict[str, float]:
-    async with Client.http(url, timeout_seconds=120) as api:
+async def measure(url: str, token: str | None, replicas: int, nodes: int) -> dict[str, float]:
+    async with Client.http(url, token, timeout_seconds=120) as api:
         await wait_nodes(api, nodes)
         anchor_seconds = await anchor(api, replicas)
         await wait_namespace_gone(api, "anchor")
@@ -188,7 +188,8 @@ def main() -> None:
         port = benchlib.free_port()
         cluster = start_cluster(data, port, args.nodes)
         try:
-            result = asyncio.run(measure(f"http://127.0.0.1:{port}", args.replicas, args.nodes))
+            token = benchlib.admin_endpoint(data / "cluster").token  # once `minik up` serves
+            result = asyncio.run(measure(f"http://127.0.0.1:{port}", token, args.replicas, args.nodes))
         finally:
             stop_cluster(cluster)
     n = args.replicas

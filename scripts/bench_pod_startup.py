@@ -127,7 +127,7 @@ async def delete_all(client: Client, names: list[str]) -> None:
 async def main(count: int, rounds: int) -> dict[str, Any]:
     data_dir = Path(tempfile.mkdtemp(prefix="minik-bench-pods-"))
     logging_setup.configure("warning", path=data_dir / "minik.log")
-    settings = ClusterSettings(data_dir=data_dir, port=0, insecure_loopback=True, synchronous="NORMAL", node_name=NODE,
+    settings = ClusterSettings(data_dir=data_dir, port=0, plain_http=True, synchronous="NORMAL", node_name=NODE,
                                node_runtime="docker", disabled=frozenset({"scheduler", "controllers", "proxy"}))
     raw: list[float] = []
     ours: list[float] = []
@@ -139,7 +139,7 @@ async def main(count: int, rounds: int) -> dict[str, Any]:
             await asyncio.wait_for(component.local_ready.wait(), 60)
             assert component.local is not None
             await component.local.wait_registered(30)
-            async with Client.http(cluster.url) as client:
+            async with cluster.admin_client() as client:
                 await measure_minik(client, 2, "warmup")  # images and code paths warm, as for raw Docker
                 await delete_all(client, ["warmup-0", "warmup-1"])
                 await measure_raw(docker, 2)

@@ -73,11 +73,12 @@ async def bench_creates(count: int) -> tuple[float, float]:
     from minik.cluster import COMPONENTS, Cluster, ClusterSettings
 
     with tempfile.TemporaryDirectory() as data_dir:
-        cluster = Cluster(ClusterSettings(data_dir=Path(data_dir), port=0, insecure_loopback=True, synchronous="NORMAL",
+        cluster = Cluster(ClusterSettings(data_dir=Path(data_dir), port=0, plain_http=True, synchronous="NORMAL",
                                           disabled=frozenset(COMPONENTS)))
         await cluster.start()
         try:
-            async with aiohttp.ClientSession(base_url=cluster.url) as session:
+            admin = {"Authorization": f"Bearer {cluster.admin_token}"}  # plain HTTP needs the token too
+            async with aiohttp.ClientSession(base_url=cluster.url, headers=admin) as session:
                 async def create(prefix: str, content_type: str, encode: Any) -> float:
                     bodies = [encode(deployment(f"{prefix}-{i}")) for i in range(count)]
                     queue = iter(bodies)

@@ -82,8 +82,9 @@ async def poll(check: Any, timeout: float, what: str) -> Any:
     raise RuntimeError(f"no {what} after {timeout}s")
 
 
-async def setup(url: str) -> dict[str, Any]:
-    async with Client.http(url) as client:
+async def setup(data: Path) -> dict[str, Any]:
+    api = benchlib.admin_endpoint(data)  # the kubeconfig `minik up` wrote: the admin's token
+    async with Client.http(api.server, api.token, ssl=api.ssl_context()) as client:
         container = {"name": "httpd", "image": "busybox:latest", "imagePullPolicy": "IfNotPresent",
                      "command": ["sh", "-c", HTTPD], "ports": [{"name": "http", "containerPort": 8080}]}
         await client.create("deployments", {"metadata": {"name": "bench"}, "spec": {
@@ -134,13 +135,13 @@ def main() -> int:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     up = subprocess.Popen([sys.executable, "-m", "minik", "up", "--data-dir", str(data), "--port", str(port),
                            "--sync", "NORMAL", "--service-cidr", cidr, "--node-name", "bench-proxy",
-                           "--insecure-loopback"],
+                           "--plain-http"],
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     results: dict[str, Any] = {"conditions": conditions()}
     try:
         api = f"http://127.0.0.1:{port}"
         answers(f"{api}/readyz")
-        urls = asyncio.run(setup(api))
+        urls = asyncio.run(setup(data))
         for url in urls.values():
             answers(url)
         for name, url in urls.items():  # warm up each path once

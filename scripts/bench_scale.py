@@ -122,7 +122,7 @@ def start_cluster(data: Path, port: int, nodes: int) -> subprocess.Popen[bytes]:
     log = open(data / "cluster.out", "ab")
     args = ["up", "--data-dir", str(data / "cluster"), "--port", str(port), "--sync", "NORMAL", "--no-node",
             "--fake-nodes", str(nodes), "--disable", "proxy", "--log-level", "warning",
-            "--insecure-loopback"]  # plain HTTP on loopback: the harness measures the cluster, not TLS
+            "--plain-http"]  # plain HTTP on loopback (still with the admin's token): the cluster, not TLS
     return subprocess.Popen([sys.executable, "-m", "minik", *args], env=env, stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)
 
@@ -140,18 +140,19 @@ def stop_cluster(proc: subprocess.Popen[bytes], timeout: float = 120) -> float:
     return time.perf_counter() - began
 
 
-async def wait_ready(session: aiohttp.ClientSession, proc: subprocess.Popen[bytes], timeout: float) -> float:
+async def wait_ready(url: str, proc: subprocess.Popen[bytes], timeout: float) -> float:
     began = time.perf_counter()
-    while True:
-        with contextlib.suppress(aiohttp.ClientError, OSError):
-            async with session.get("/readyz") as r:
-                if r.status == 200:
-                    return time.perf_counter() - began
-        if proc.poll() is not None:
-            raise RuntimeError(f"minik up exited with {proc.returncode}")
-        if time.perf_counter() - began > timeout:
-            raise RuntimeError("minik up not ready in time")
-        await asyncio.sleep(0.02)
+    async with aiohttp.ClientSession(base_url=url) as session:  # /readyz needs no token
+        while True:
+            with contextlib.suppress(aiohttp.ClientError, OSError):
+                async with session.get("/readyz") as r:
+                    if r.status == 200:
+                        return time.perf_counter() - began
+            if proc.poll() is not None:
+                raise RuntimeError(f"minik up exited with {proc.returncode}")
+            if time.perf_counter() - began > timeout:
+                raise RuntimeError("minik up not ready in time")
+            await asyncio.sleep(0.02)
 
 
 async def get_json(session: aiohttp.ClientSession, path: str, **params: str) -> Obj:
@@ -350,8 +351,8 @@ async def churn(session: aiohttp.ClientSession, data: Path, pods: int, seconds: 
             "size_after": db_size_mb(data), "sizes": sizes}
 
 
-async def informer_sync(url: str, pods: int) -> float:
-    async with Client.http(url, timeout_seconds=600) as client:
+async def informer_sync(url: str, token: str | None, pods: int) -> float:
+    async with Client.http(url, token, timeout_seconds=600) as client:
         informer = Informer(client, "pods")
         began = time.perf_counter()
         informer.start()
@@ -365,8 +366,10 @@ async def informer_sync(url: str, pods: int) -> float:
     return seconds
 
 
-def session_for(url: str) -> aiohttp.ClientSession:
+def session_for(url: str, token: str | None) -> aiohttp.ClientSession:
+    """A session as the cluster's admin (every request needs the token, over plain HTTP too)."""
     return aiohttp.ClientSession(base_url=url, connector=aiohttp.TCPConnector(limit=0),
+                                 headers={"Authorization": f"Bearer {token}"} if token else None,
                                  timeout=aiohttp.ClientTimeout(total=300))
 
 
@@ -374,8 +377,9 @@ async def measure(url: str, data: Path, proc: subprocess.Popen[bytes], nodes: in
                   results: dict[str, Any], deadline: float) -> subprocess.Popen[bytes]:
     """Every phase in turn, each result into ``results`` as soon as it is known. Returns the cluster process
     (a new one after the restart)."""
-    async with session_for(url) as session:
-        results["ready_seconds"] = await wait_ready(session, proc, 120)
+    results["ready_seconds"] = await wait_ready(url, proc, 120)
+    token = benchlib.admin_endpoint(data / "cluster").token
+    async with session_for(url, token) as session:
         began = time.perf_counter()
         await wait_nodes_ready(session, nodes, deadline)
         results["nodes_ready_seconds"] = time.perf_counter() - began
@@ -405,12 +409,11 @@ async def measure(url: str, data: Path, proc: subprocess.Popen[bytes], nodes: in
               f"db {c['size_after']}", flush=True)
     if time.monotonic() > deadline:
         raise BudgetExceeded("before the informer")
-    results["informer_sync_seconds"] = await informer_sync(url, pods)
+    results["informer_sync_seconds"] = await informer_sync(url, token, pods)
     print(f"  fresh informer synced in {results['informer_sync_seconds']:.1f} s", flush=True)
     results["stop_seconds"] = stop_cluster(proc)
     proc = start_cluster(data, int(url.rsplit(":", 1)[1]), nodes)
-    async with session_for(url) as session:
-        results["restart_ready_seconds"] = await wait_ready(session, proc, 600)
+    results["restart_ready_seconds"] = await wait_ready(url, proc, 600)
     results["restart_memory"] = rss_mb(proc.pid)
     print(f"  restart: ready in {results['restart_ready_seconds']:.2f} s (stop took {results['stop_seconds']:.1f} s)",
           flush=True)

@@ -168,9 +168,11 @@ def stop_profilers(profilers: list[subprocess.Popen[bytes]]) -> None:
         profiler.wait(60)
 
 
-async def measure(url: str, nodes: int, running: int, pods: int, workload: str,
+async def measure(url: str, token: str | None, nodes: int, running: int, pods: int, workload: str,
                   scheduler_ready: Any, server_pids: Any) -> dict[str, float]:
-    async with aiohttp.ClientSession(base_url=url, connector=aiohttp.TCPConnector(limit=0)) as session:
+    """``token``: the admin's (every request needs one, over plain HTTP too)."""
+    async with aiohttp.ClientSession(base_url=url, connector=aiohttp.TCPConnector(limit=0),
+                                     headers={"Authorization": f"Bearer {token}"} if token else None) as session:
         began = time.perf_counter()
         await post_all(session, "/api/v1/nodes", [node_body(i) for i in range(nodes)], then_status=True)
         if workload == "preemption":
@@ -251,21 +253,23 @@ def run(nodes: int, running: int, pods: int, workload: str, separate: bool) -> d
         url = f"http://127.0.0.1:{port}"
         disabled = "controllers,node,proxy" + (",scheduler" if separate else "")
         cluster = start(["up", "--data-dir", str(data / "cluster"), "--port", str(port), "--sync", "NORMAL",
-                         "--disable", disabled, "--log-level", "warning", "--insecure-loopback"], data, "cluster")
+                         "--disable", disabled, "--log-level", "warning", "--plain-http"], data, "cluster")
         scheduler: subprocess.Popen[bytes] | None = None
         try:
             asyncio.run(wait_ready(url))
+            token = benchlib.admin_endpoint(data / "cluster").token
 
             async def scheduler_ready() -> None:
                 nonlocal scheduler
                 if separate:
-                    scheduler = start(["scheduler", "--server", url], data, "scheduler")
+                    scheduler = start(["scheduler", "--kubeconfig", str(data / "cluster" / "kubeconfig")], data,
+                                      "scheduler")
                     await asyncio.sleep(1.5)  # list + watch of nodes and pods
 
             def server_pids() -> list[int]:
                 return [p.pid for p in (cluster, scheduler) if p is not None]
 
-            return _uvloop_run(measure(url, nodes, running, pods, workload, scheduler_ready, server_pids))
+            return _uvloop_run(measure(url, token, nodes, running, pods, workload, scheduler_ready, server_pids))
         finally:
             if scheduler is not None:
                 stop(scheduler)

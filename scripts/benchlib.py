@@ -13,7 +13,10 @@ import platform
 import socket
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from minik.kubeconfig import Endpoint
 
 #: the columns of a row, in the order the table prints them
 COLUMNS = ("figure", "value", "anchor", "anchor_value", "ratio", "goal", "met")
@@ -102,6 +105,21 @@ def with_children(pid: int) -> list[int]:
         if int(fields[1]) == pid:
             found.append(int(entry.name))
     return found
+
+
+def admin_endpoint(data_dir: Path, timeout: float = 60.0) -> "Endpoint":
+    """Where and as whom a benchmark reaches the cluster `minik up` serves from ``data_dir``: the kubeconfig it
+    writes once it serves (its URL, the admin's token, and its CA over HTTPS). Every request needs the token, over
+    `--plain-http` too: waits up to ``timeout`` seconds for the file."""
+    from minik import kubeconfig
+
+    path = data_dir / "kubeconfig"
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{path} was not written within {timeout:.0f}s")
+        time.sleep(0.05)
+    return kubeconfig.endpoint(path)
 
 
 def free_port() -> int:

@@ -46,11 +46,12 @@ async def store(store_settings: StoreSettings) -> AsyncIterator[Store]:
 
 @pytest.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator["Cluster"]:
-    """A real cluster: store on a temporary SQLite file, API server on 127.0.0.1 with an ephemeral port, and none
-    of the components (scheduler, controllers, node...), so API tests see only what they write themselves."""
+    """A real cluster: store on a temporary SQLite file, API server on 127.0.0.1 with an ephemeral port (HTTPS,
+    every request authenticated, as `minik up` serves), and none of the components (scheduler, controllers,
+    node...), so API tests see only what they write themselves."""
     from minik.cluster import COMPONENTS, Cluster, ClusterSettings
 
-    c = Cluster(ClusterSettings(data_dir=tmp_path / "cluster", port=0, insecure_loopback=True, synchronous="NORMAL",
+    c = Cluster(ClusterSettings(data_dir=tmp_path / "cluster", port=0, synchronous="NORMAL",
                                 disabled=frozenset(COMPONENTS)))
     await c.start()
     try:
@@ -61,10 +62,11 @@ async def cluster(tmp_path: Path) -> AsyncIterator["Cluster"]:
 
 @pytest.fixture
 async def http(cluster: "Cluster") -> AsyncIterator["ApiHttp"]:
-    """An aiohttp session against the cluster's API, with small helpers that return (status, decoded body)."""
-    import aiohttp
+    """An aiohttp session against the cluster's API as the admin, with small helpers that return (status, decoded
+    body)."""
+    from tests.access import admin_session
 
-    async with aiohttp.ClientSession(base_url=cluster.url) as session:
+    async with admin_session(cluster) as session:
         yield ApiHttp(session)
 
 

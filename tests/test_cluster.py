@@ -10,18 +10,18 @@ import pytest
 
 from minik.cluster import Cluster, ClusterSettings
 from minik.store import Store, StoreSettings
+from tests.access import admin_session
 
 
 async def test_shutdown_ends_watches_drains_requests_and_keeps_every_write(tmp_path: Path) -> None:
-    settings = ClusterSettings(data_dir=tmp_path / "c", port=0, insecure_loopback=True, synchronous="FULL")
+    settings = ClusterSettings(data_dir=tmp_path / "c", port=0, synchronous="FULL")
     cluster = Cluster(settings)
     await cluster.start()
-    url = cluster.url
     created: list[str] = []
-    async with aiohttp.ClientSession(base_url=url) as session:
+    async with admin_session(cluster) as session:
         async def watch() -> list[bytes]:
             lines = []
-            async with session.get("/api/v1/configmaps", params={"watch": "true"}) as response:
+            async with session.get("/api/v1/namespaces/default/configmaps", params={"watch": "true"}) as response:
                 async for line in response.content:
                     lines.append(line)
             return lines
@@ -43,21 +43,21 @@ async def test_shutdown_ends_watches_drains_requests_and_keeps_every_write(tmp_p
         assert refused, "the server still accepts connections after stop()"
     store = await Store.open(StoreSettings(path=settings.db_path))
     try:
-        assert sorted(r.key.rsplit("/", 1)[1] for r in (await store.list("/core/configmaps/")).items) == \
+        assert sorted(r.key.rsplit("/", 1)[1] for r in (await store.list("/core/configmaps/default/")).items) == \
             sorted(created)
     finally:
         await store.close()
 
 
 async def test_a_second_start_on_the_same_data_carries_on(tmp_path: Path) -> None:
-    settings = ClusterSettings(data_dir=tmp_path / "c", port=0, insecure_loopback=True, synchronous="NORMAL")
+    settings = ClusterSettings(data_dir=tmp_path / "c", port=0, synchronous="NORMAL")
     async with Cluster(settings) as first:
-        async with aiohttp.ClientSession(base_url=first.url) as session:
+        async with admin_session(first) as session:
             async with session.post("/api/v1/namespaces/default/configmaps",
                                     json={"metadata": {"name": "kept"}}) as response:
                 rv = (await response.json())["metadata"]["resourceVersion"]
     async with Cluster(settings) as second:
-        async with aiohttp.ClientSession(base_url=second.url) as session:
+        async with admin_session(second) as session:
             async with session.get("/api/v1/namespaces/default/configmaps/kept") as response:
                 assert response.status == 200
                 assert (await response.json())["metadata"]["resourceVersion"] == rv

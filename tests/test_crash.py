@@ -12,24 +12,32 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from minik import kubeconfig
 
-async def start_minik(data_dir: Path) -> tuple[asyncio.subprocess.Process, str]:
+
+async def start_minik(data_dir: Path) -> asyncio.subprocess.Process:
+    """`minik up` on ``data_dir``, once it is ready (its admin kubeconfig written)."""
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "minik", "up", "--data-dir", str(data_dir), "--port", "0", "--sync", "FULL",
-        "--insecure-loopback",
         "--disable", "proxy",  # a proxy killed with SIGKILL leaves its NAT chain until the next proxy starts
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
     assert process.stdout is not None
     while True:
         line = (await asyncio.wait_for(process.stdout.readline(), 20)).decode()
         assert line, "minik up exited before it was ready"
-        match = re.search(r"API at (http://\S+)", line)
-        if match:
-            return process, match.group(1)
+        if re.search(r"API at https://\S+", line):
+            return process
 
 
-async def write_until_killed(url: str, acknowledged: dict[str, str], stop: asyncio.Event) -> None:
-    async with aiohttp.ClientSession(base_url=url) as session:
+def admin_session(data_dir: Path) -> aiohttp.ClientSession:
+    """A session as the admin, with the kubeconfig `minik up` wrote (the CA, the admin token)."""
+    endpoint = kubeconfig.endpoint(data_dir / "kubeconfig")
+    return aiohttp.ClientSession(base_url=endpoint.server, headers={"Authorization": f"Bearer {endpoint.token}"},
+                                 connector=aiohttp.TCPConnector(ssl=endpoint.ssl_context() or True))
+
+
+async def write_until_killed(data_dir: Path, acknowledged: dict[str, str], stop: asyncio.Event) -> None:
+    async with admin_session(data_dir) as session:
         async def writer(w: int) -> None:
             i = 0
             while not stop.is_set():
@@ -49,10 +57,10 @@ async def write_until_killed(url: str, acknowledged: dict[str, str], stop: async
 @pytest.mark.timeout(60)
 async def test_acknowledged_writes_survive_kill_9(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
-    process, url = await start_minik(data_dir)
+    process = await start_minik(data_dir)
     acknowledged: dict[str, str] = {}
     stop = asyncio.Event()
-    load = asyncio.create_task(write_until_killed(url, acknowledged, stop))
+    load = asyncio.create_task(write_until_killed(data_dir, acknowledged, stop))
     try:
         while len(acknowledged) < 300:
             await asyncio.sleep(0.05)
@@ -61,9 +69,9 @@ async def test_acknowledged_writes_survive_kill_9(tmp_path: Path) -> None:
     finally:
         stop.set()
         await load
-    process, url = await start_minik(data_dir)
+    process = await start_minik(data_dir)
     try:
-        async with aiohttp.ClientSession(base_url=url) as session:
+        async with admin_session(data_dir) as session:
             async with session.get("/api/v1/namespaces/default/configmaps") as response:
                 listed = await response.json()
         stored = {i["metadata"]["name"]: i["metadata"]["resourceVersion"] for i in listed["items"]}

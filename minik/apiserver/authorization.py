@@ -61,13 +61,6 @@ class Authorizer(Protocol):
         ...
 
 
-class AllowAll:
-    """Every request is allowed: for an ApiServer built without security (unit tests of the pipeline)."""
-
-    async def authorize(self, user: User, attrs: AuthzAttributes) -> tuple[Decision, str]:
-        return Decision.ALLOW, ""
-
-
 class PrivilegedGroups:
     """Members of ``system:masters`` may do anything; everyone else is left to the next authorizer."""
 

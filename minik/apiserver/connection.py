@@ -34,7 +34,7 @@ from multidict import CIMultiDict, MultiDict
 from minik.aio import stop_task
 from minik.api.errors import StatusError
 from minik.apiserver.codec import MAX_BODY_BYTES
-from minik.apiserver.request import ApiRequest, ApiResponse, User
+from minik.apiserver.request import ApiRequest, ApiResponse
 
 if TYPE_CHECKING:
     from minik.apiserver.limits import Limits
@@ -113,9 +113,8 @@ class HttpListener:
     """The protocol factory of the API server's listening socket, and the registry of its open connections for
     the idle sweep and an ordered shutdown."""
 
-    def __init__(self, api: "ApiServer", *, user: User | None = None, fallback: web.Server) -> None:
+    def __init__(self, api: "ApiServer", *, fallback: web.Server) -> None:
         self.api = api
-        self.user = user
         self.limits: Limits = api.settings.limits
         #: aiohttp's server, for the connections that upgrade (exec's WebSocket)
         self.fallback = fallback
@@ -334,8 +333,7 @@ class HttpConnection(asyncio.Protocol):
         if query_string:
             query = MultiDict(parse_qsl(query_string.decode("utf-8", "replace"), keep_blank_values=True))
         body = request.body[0] if len(request.body) == 1 else b"".join(request.body)
-        api_request = ApiRequest(request.method, text, query, CIMultiDict(request.headers), body, self.remote,
-                                 self.listener.user)
+        api_request = ApiRequest(request.method, text, query, CIMultiDict(request.headers), body, self.remote)
         try:
             response = await self.api.handle(api_request)
         except Exception:  # handle answers every error with a Status; this is only a last guard

@@ -17,7 +17,7 @@ from aiohttp import web
 from minik.api.errors import StatusError
 from minik.apiserver.codec import MAX_BODY_BYTES
 from minik.apiserver.connection import chunk_writer
-from minik.apiserver.request import ApiRequest, ApiResponse, User
+from minik.apiserver.request import ApiRequest, ApiResponse
 
 if TYPE_CHECKING:
     from minik.apiserver.server import ApiServer
@@ -149,11 +149,9 @@ async def stream(request: web.BaseRequest, status: int, content_type: str,
 _NO_QUERY: dict[str, str] = {}
 
 
-def build_server(api: "ApiServer", *, user: User | None = None) -> web.Server:
+def build_server(api: "ApiServer") -> web.Server:
     """aiohttp's low-level server with one handler for every path: the API server routes requests itself, so
-    aiohttp's application, router and middleware would be work for nothing. ``user``: treat every request as this
-    user, unauthenticated (for the plain-HTTP loopback listener a cluster opens only when asked); None:
-    authenticate each request."""
+    aiohttp's application, router and middleware would be work for nothing."""
     limits = api.settings.limits
 
     async def handle(request: web.BaseRequest) -> web.StreamResponse:
@@ -165,7 +163,7 @@ def build_server(api: "ApiServer", *, user: User | None = None) -> web.Server:
             return refused_body()
         query = request.query if request.query_string else _NO_QUERY
         result = await api.handle(ApiRequest(request.method, request.path, query, request.headers, body,
-                                             request.remote, user))
+                                             request.remote))
         if result.upgrade is not None:  # exec: the WebSocket relayed to the node's kubelet
             return await result.upgrade(request)  # type: ignore[no-any-return]
         if result.stream is None:

@@ -31,7 +31,6 @@ class ApiRequest:
     headers: Mapping[str, str] = field(default_factory=dict)
     body: bytes = b""
     remote: str | None = None
-    user: User | None = None
 
 
 @dataclass

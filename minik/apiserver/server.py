@@ -20,11 +20,10 @@ from minik.api.errors import (PATCH_MEDIA_TYPES, StatusError, bad_request, inter
 from minik.api.params import parse_int64
 from minik.api.registry import Registry, ResourceType
 from minik.apiserver import codec, discovery, scale, tables, warnings
-from minik.apiserver.admission import (AdmissionPlugin, Admission, Authenticator, LoopbackAuthenticator,
-                                       ObjectReader, default_plugins)
+from minik.apiserver.admission import AdmissionPlugin, Admission, Authenticator, ObjectReader, default_plugins
 from minik.apiserver.admission.priority import system_priority_classes
 from minik.apiserver.apply import Applier, FieldManager
-from minik.apiserver.authorization import AllowAll, Authorizer, AuthzAttributes, Decision
+from minik.apiserver.authorization import Authorizer, AuthzAttributes, Decision
 from minik.apiserver.eviction import evict
 from minik.apiserver.fieldvalidation import DELETE_OPTIONS, FieldValidation, check_integers
 from minik.apiserver.limits import Lanes, Limits
@@ -103,14 +102,15 @@ class ApiSettings:
 
 
 class ApiServer:
-    def __init__(self, store: Store, registry: Registry, settings: ApiSettings | None = None,
-                 authenticator: Authenticator | None = None, authorizer: Authorizer | None = None,
+    def __init__(self, store: Store, registry: Registry, settings: ApiSettings | None = None, *,
+                 authenticator: Authenticator, authorizer: Authorizer,
                  admission_plugins: list[AdmissionPlugin] | None = None) -> None:
+        """``authenticator`` and ``authorizer`` have no defaults: no request is let through unauthenticated."""
         self.store = store
         self.registry = registry
         self.settings = settings or ApiSettings()
-        self.authenticator = authenticator or LoopbackAuthenticator()
-        self.authorizer = authorizer or AllowAll()
+        self.authenticator = authenticator
+        self.authorizer = authorizer
         self.reader = ObjectReader(store, registry)
         plugins = admission_plugins if admission_plugins is not None else default_plugins(self.reader)
         self.admission = Admission(plugins)
@@ -218,7 +218,7 @@ class ApiServer:
             return self._health(path)
         if path == "/version" and request.method in ("GET", "HEAD"):  # public, as system:public-info-viewer
             return ApiResponse.raw(self._static[path])
-        user = request.user or await self.authenticator.authenticate(request)
+        user = await self.authenticator.authenticate(request)
         if user is None:
             raise UNAUTHORIZED
         extension = self.extensions.get(path)

@@ -178,10 +178,7 @@ async def _serve(settings: ClusterSettings, instance: Instance, update_kubeconfi
     settle_after_start()  # the collector, set for a long-running process (minik.collector)
     try:
         path = instance.kubeconfig_path
-        creds = cluster.credentials
-        config = kubeconfig.for_cluster(settings.name, cluster.url,
-                                        ca_data=creds.ca_pem if creds is not None else None,
-                                        token=creds.admin_token if creds is not None else None)
+        config = cluster.kubeconfig()
         try:
             kubeconfig.write(path, config)
         except OSError as exc:
@@ -192,7 +189,8 @@ async def _serve(settings: ClusterSettings, instance: Instance, update_kubeconfi
         if settings.disabled:
             click.echo(f"minik: disabled: {', '.join(sorted(settings.disabled))}")
         click.echo(_ready_line(cluster.started_seconds, cluster.url, path), nl=True)
-        if creds is not None and cluster.client is not None:
+        creds = cluster.credentials
+        if not settings.plain_http and creds is not None and cluster.client is not None:
             # a person reads a terminal; a log file or journal would keep the token
             click.echo(await _join_line(cluster.client, _join_url(settings.bind, cluster.url), creds.ca_hash,
                                         renew=renew_join_token, show=sys.stdout.isatty()))
@@ -239,8 +237,8 @@ def _child_args(ctx: click.Context, data_dir: Path) -> list[str]:
         args += ["--runtime", p["runtime"]]
     if p["update_kubeconfig"]:
         args.append("--update-kubeconfig")
-    if p["insecure_loopback"]:
-        args.append("--insecure-loopback")
+    if p["plain_http"]:
+        args.append("--plain-http")
     for san in p["tls_san"]:
         args += ["--tls-san", san]
     return args
@@ -317,9 +315,10 @@ def _detach(ctx: click.Context, name: str, instance: Instance, renew_join_token:
 @click.option("--node-name", default=None, help="The local node's name [default: the host name].")
 @click.option("--runtime", type=click.Choice(["auto", "docker", "process", "fake"]), default="auto",
               show_default=True, help="The local node's runtime (auto: Docker when it answers, else process).")
-@click.option("--insecure-loopback", is_flag=True,
-              help="Serve plain HTTP with no authentication (everyone is an admin) instead of HTTPS; only with a "
-                   "loopback --bind. For local experiments and tests.")
+@click.option("--plain-http", is_flag=True,
+              help="Serve plain HTTP instead of HTTPS, only with a loopback --bind (for benchmarks against "
+                   "plain-HTTP servers). Requests are authenticated all the same: the kubeconfig holds the admin "
+                   "token, which minik's commands send (kubectl sends no credentials without TLS).")
 @click.option("--tls-san", multiple=True, metavar="NAME",
               help="Another host name or address for the serving certificate (repeat), e.g. the address other "
                    "machines reach this one at through NAT.")
@@ -334,7 +333,7 @@ def _detach(ctx: click.Context, name: str, instance: Instance, renew_join_token:
 @click.pass_context
 def up(ctx: click.Context, name: str, data_dir: Path | None, bind: str, port: int, detach: bool,
        disabled: frozenset[str], service_cidr: str, no_node: bool, fake_nodes: int, node_name: str | None,
-       runtime: str, insecure_loopback: bool, tls_san: tuple[str, ...], update_kubeconfig: bool, synchronous: str,
+       runtime: str, plain_http: bool, tls_san: tuple[str, ...], update_kubeconfig: bool, synchronous: str,
        log_level: str, log_file: Path | None) -> None:
     """Start a cluster: in the foreground until Ctrl-C or SIGTERM, or in the background with --detach.
 
@@ -343,8 +342,8 @@ def up(ctx: click.Context, name: str, data_dir: Path | None, bind: str, port: in
     the same data directory carries on.
     """
     data = data_dir or default_data_dir(name)
-    if insecure_loopback and not is_loopback(bind):
-        raise fail(f"--insecure-loopback serves plain HTTP and only on a loopback address, not on {bind}")
+    if plain_http and not is_loopback(bind):
+        raise fail(f"--plain-http serves plain HTTP and only on a loopback address, not on {bind}")
     instance = Instance(data)
     running = instance.running()
     if running is not None:
@@ -370,7 +369,7 @@ def up(ctx: click.Context, name: str, data_dir: Path | None, bind: str, port: in
         settings = ClusterSettings(data_dir=data, name=name, bind=bind, port=port, synchronous=synchronous.upper(),
                                    disabled=disabled, service_cidr=service_cidr, local_node=not no_node,
                                    fake_nodes=fake_nodes, node_name=node_name, node_runtime=runtime,
-                                   insecure_loopback=insecure_loopback, tls_sans=tls_san)
+                                   plain_http=plain_http, tls_sans=tls_san)
         run(_serve(settings, instance, update_kubeconfig, renew_join_token))
     finally:
         instance.release()

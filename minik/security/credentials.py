@@ -33,8 +33,6 @@ if TYPE_CHECKING:  # the ca module imports cryptography (~50 ms): only a cluster
 ADMIN = User("kubernetes-admin", (MASTERS, AUTHENTICATED))
 #: the API server's own loopback identity (its writes of cluster-info, for instance)
 APISERVER = User("system:apiserver", (MASTERS, AUTHENTICATED))
-#: the identity of requests on the opt-in plain-HTTP loopback listener (Kubernetes' old insecure port)
-UNSECURED = User("system:unsecured", (MASTERS, AUTHENTICATED))
 
 ADMIN_CLIENT = "admin-client"
 

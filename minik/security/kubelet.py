@@ -13,7 +13,7 @@ The pieces, for the kubelet's aiohttp server and for whoever calls it:
   kubelet's serving certificate against the cluster CA.
 - ``local_serving_context(data_dir, node, addresses)`` and ``apiserver_client_context(data_dir)``: both ends as
   `minik up` sets them up from DATA_DIR/pki (the CA is made there if the cluster has none yet: a cluster that
-  serves its API as plain HTTP on loopback still serves its kubelet only over TLS).
+  serves its API as plain HTTP (``--plain-http``) still serves its kubelet only over TLS).
 """
 
 from __future__ import annotations

@@ -4,18 +4,34 @@ keep-alive and close, the refusals that end a connection, and the hand-over of u
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import orjson
 import pytest
 
 from minik.apiserver.codec import MAX_BODY_BYTES
-from minik.cluster import Cluster
+from minik.cluster import COMPONENTS, Cluster, ClusterSettings
 
 CMS = "/api/v1/namespaces/default/configmaps"
 
 
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
+    """A cluster serving plain HTTP: these tests speak HTTP/1.1 byte for byte, and TLS would only stand between
+    them and the bytes. Its requests are authenticated as over HTTPS (see ``head``)."""
+    async with Cluster(ClusterSettings(data_dir=tmp_path / "c", port=0, plain_http=True, synchronous="NORMAL",
+                                       disabled=frozenset(COMPONENTS))) as c:
+        yield c
+
+
 async def connect(cluster: Cluster) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     return await asyncio.open_connection("127.0.0.1", cluster.port)
+
+
+def head(cluster: Cluster) -> str:
+    """The header lines of a request to the API: a Host and the admin's token."""
+    return f"Host: x\r\nAuthorization: Bearer {cluster.admin_token}\r\n"
 
 
 async def read_answer(reader: asyncio.StreamReader, head_only: bool = False) -> tuple[int, dict[str, str], bytes]:
@@ -30,9 +46,9 @@ async def read_answer(reader: asyncio.StreamReader, head_only: bool = False) -> 
     return int(status_line.split()[1]), headers, body
 
 
-def post(name: str, labels: dict[str, str] | None = None) -> bytes:
+def post(cluster: Cluster, name: str, labels: dict[str, str] | None = None) -> bytes:
     body = orjson.dumps({"metadata": {"name": name, "labels": labels or {}}, "data": {"k": name}})
-    return (f"POST {CMS} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+    return (f"POST {CMS} HTTP/1.1\r\n{head(cluster)}Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
             f"\r\n").encode() + body
 
 
@@ -42,8 +58,8 @@ async def closed(reader: asyncio.StreamReader) -> bool:
 
 async def test_pipelined_requests_are_answered_in_order_on_one_connection(cluster: Cluster) -> None:
     reader, writer = await connect(cluster)
-    writer.write(post("a") + f"GET {CMS}/a HTTP/1.1\r\nHost: x\r\n\r\n".encode() + post("b")
-                 + f"GET {CMS}/missing HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    writer.write(post(cluster, "a") + f"GET {CMS}/a HTTP/1.1\r\n{head(cluster)}\r\n".encode() + post(cluster, "b")
+                 + f"GET {CMS}/missing HTTP/1.1\r\n{head(cluster)}\r\n".encode())
     answers = [await read_answer(reader) for _ in range(4)]
     writer.close()
     assert [status for status, _, _ in answers] == [201, 200, 201, 404]
@@ -55,7 +71,7 @@ async def test_pipelined_requests_are_answered_in_order_on_one_connection(cluste
 async def test_a_client_that_expects_100_continue_gets_it_before_sending_the_body(cluster: Cluster) -> None:
     reader, writer = await connect(cluster)
     body = orjson.dumps({"metadata": {"name": "continued"}})
-    writer.write(f"POST {CMS} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\n"
+    writer.write(f"POST {CMS} HTTP/1.1\r\n{head(cluster)}Content-Type: application/json\r\nExpect: 100-continue\r\n"
                  f"Content-Length: {len(body)}\r\n\r\n".encode())
     assert await asyncio.wait_for(reader.readline(), 10) == b"HTTP/1.1 100 Continue\r\n"
     assert await reader.readline() == b"\r\n"
@@ -88,7 +104,7 @@ async def test_connection_close_and_http_1_0_end_the_connection_after_the_answer
 
 async def test_a_body_declared_over_the_limit_gets_413_before_it_is_sent(cluster: Cluster) -> None:
     reader, writer = await connect(cluster)
-    writer.write(f"POST {CMS} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    writer.write(f"POST {CMS} HTTP/1.1\r\n{head(cluster)}Content-Type: application/json\r\n"
                  f"Content-Length: {MAX_BODY_BYTES + 1}\r\n\r\n".encode())
     status, headers, body = await read_answer(reader)
     writer.close()
@@ -98,7 +114,7 @@ async def test_a_body_declared_over_the_limit_gets_413_before_it_is_sent(cluster
 
 async def test_a_chunked_body_that_grows_over_the_limit_gets_413_and_nothing_is_stored(cluster: Cluster) -> None:
     reader, writer = await connect(cluster)
-    writer.write(f"POST {CMS} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    writer.write(f"POST {CMS} HTTP/1.1\r\n{head(cluster)}Content-Type: application/json\r\n"
                  f"Transfer-Encoding: chunked\r\n\r\n".encode())
     piece = b"x" * (1024 * 1024)
     for _ in range(4):
@@ -108,7 +124,7 @@ async def test_a_chunked_body_that_grows_over_the_limit_gets_413_and_nothing_is_
     writer.close()
     assert status == 413 and orjson.loads(body)["reason"] == "RequestEntityTooLarge"
     reader, writer = await connect(cluster)
-    writer.write(f"GET {CMS} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    writer.write(f"GET {CMS} HTTP/1.1\r\n{head(cluster)}\r\n".encode())
     status, _, body = await read_answer(reader)
     writer.close()
     assert status == 200 and orjson.loads(body)["items"] == []
@@ -142,11 +158,11 @@ async def test_a_url_or_headers_over_their_limits_get_414_and_431(cluster: Clust
 
 async def test_percent_encoded_paths_and_queries_are_decoded(cluster: Cluster) -> None:
     reader, writer = await connect(cluster)
-    writer.write(post("labelled", {"app": "web"}) + post("other", {"app": "db"}))
+    writer.write(post(cluster, "labelled", {"app": "web"}) + post(cluster, "other", {"app": "db"}))
     assert (await read_answer(reader))[0] == 201
     assert (await read_answer(reader))[0] == 201
     writer.write(f"GET /api/v1/namespaces/%64efault/configmaps?labelSelector=app%3Dweb%2Capp+in+%28web%29"
-                 f" HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+                 f" HTTP/1.1\r\n{head(cluster)}\r\n".encode())
     status, _, body = await read_answer(reader)
     writer.close()
     assert status == 200 and [i["metadata"]["name"] for i in orjson.loads(body)["items"]] == ["labelled"]
@@ -154,9 +170,10 @@ async def test_percent_encoded_paths_and_queries_are_decoded(cluster: Cluster) -
 
 async def test_an_upgrade_is_handed_to_aiohttp_on_the_same_connection(cluster: Cluster) -> None:
     reader, writer = await connect(cluster)
-    writer.write(b"GET /api/v1/namespaces/default/pods/nowhere/exec?command=ls&stdout=1 HTTP/1.1\r\nHost: x\r\n"
-                 b"Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
-                 b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: v5.channel.k8s.io\r\n\r\n")
+    writer.write(f"GET /api/v1/namespaces/default/pods/nowhere/exec?command=ls&stdout=1 HTTP/1.1\r\n{head(cluster)}"
+                 "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+                 "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: v5.channel.k8s.io\r\n\r\n"
+                 .encode())
     status, headers, body = await read_answer(reader)
     writer.close()
     assert status == 404 and orjson.loads(body)["reason"] == "NotFound"
@@ -165,10 +182,10 @@ async def test_an_upgrade_is_handed_to_aiohttp_on_the_same_connection(cluster: C
 
 async def test_a_watch_is_streamed_in_chunks_and_ends_with_its_timeout(cluster: Cluster) -> None:
     reader, writer = await connect(cluster)
-    writer.write(post("before"))
+    writer.write(post(cluster, "before"))
     _, _, body = await read_answer(reader)
     version = orjson.loads(body)["metadata"]["resourceVersion"]
-    writer.write(f"GET {CMS}?watch=1&resourceVersion=1&timeoutSeconds=1 HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    writer.write(f"GET {CMS}?watch=1&resourceVersion=1&timeoutSeconds=1 HTTP/1.1\r\n{head(cluster)}\r\n".encode())
     assert (await asyncio.wait_for(reader.readline(), 10)).startswith(b"HTTP/1.1 200 ")
     headers = {}
     while (line := await reader.readline()) != b"\r\n":
@@ -181,14 +198,14 @@ async def test_a_watch_is_streamed_in_chunks_and_ends_with_its_timeout(cluster: 
         events += [orjson.loads(line) for line in chunk[:-2].splitlines()]
     assert await reader.readline() == b"\r\n"  # the end of the chunked body, after the timeout
     assert [(e["type"], e["object"]["metadata"]["resourceVersion"]) for e in events] == [("ADDED", version)]
-    writer.write(f"GET {CMS}/before HTTP/1.1\r\nHost: x\r\n\r\n".encode())  # and the connection is reused
+    writer.write(f"GET {CMS}/before HTTP/1.1\r\n{head(cluster)}\r\n".encode())  # and the connection is reused
     assert (await read_answer(reader))[0] == 200
     writer.close()
 
 
 async def test_a_refused_request_behind_a_pipelined_one_is_answered_after_it(cluster: Cluster) -> None:
     reader, writer = await connect(cluster)
-    writer.write(post("first") + b"NOT A REQUEST\r\n\r\n")
+    writer.write(post(cluster, "first") + b"NOT A REQUEST\r\n\r\n")
     first = await read_answer(reader)
     second = await read_answer(reader)
     assert (first[0], second[0]) == (201, 400)
@@ -198,12 +215,12 @@ async def test_a_refused_request_behind_a_pipelined_one_is_answered_after_it(clu
 
 async def test_a_write_whose_client_hangs_up_still_completes(cluster: Cluster) -> None:
     reader, writer = await connect(cluster)
-    writer.write(post("orphan"))
+    writer.write(post(cluster, "orphan"))
     writer.close()
     reader, writer = await connect(cluster)
     async with asyncio.timeout(10):
         while True:
-            writer.write(f"GET {CMS}/orphan HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            writer.write(f"GET {CMS}/orphan HTTP/1.1\r\n{head(cluster)}\r\n".encode())
             status, _, body = await read_answer(reader)
             if status == 200:
                 break
@@ -214,23 +231,21 @@ async def test_a_write_whose_client_hangs_up_still_completes(cluster: Cluster) -
 
 async def test_a_hundred_pipelined_requests_are_all_answered_in_order(cluster: Cluster) -> None:
     reader, writer = await connect(cluster)  # more than the connection reads ahead: it pauses and resumes reading
-    writer.write(b"".join(f"GET {CMS}/n{i} HTTP/1.1\r\nHost: x\r\n\r\n".encode() for i in range(100)))
+    writer.write(b"".join(f"GET {CMS}/n{i} HTTP/1.1\r\n{head(cluster)}\r\n".encode() for i in range(100)))
     answers = [await read_answer(reader) for _ in range(100)]
     writer.close()
     assert [orjson.loads(body)["details"]["name"] for _, _, body in answers] == [f"n{i}" for i in range(100)]
 
 
-async def test_a_body_arriving_slowly_is_held_to_the_body_limit_not_the_idle_one(tmp_path) -> None:
-    from minik.cluster import COMPONENTS, Cluster, ClusterSettings
-
-    c = Cluster(ClusterSettings(data_dir=tmp_path / "c", port=0, insecure_loopback=True, synchronous="NORMAL",
+async def test_a_body_arriving_slowly_is_held_to_the_body_limit_not_the_idle_one(tmp_path: Path) -> None:
+    c = Cluster(ClusterSettings(data_dir=tmp_path / "c", port=0, plain_http=True, synchronous="NORMAL",
                                 disabled=frozenset(COMPONENTS),
                                 limits={"idle_timeout_seconds": 0.3, "body_timeout_seconds": 5}))
     await c.start()
     try:
         reader, writer = await connect(c)
         body = orjson.dumps({"metadata": {"name": "slow"}})
-        writer.write(f"POST {CMS} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        writer.write(f"POST {CMS} HTTP/1.1\r\n{head(c)}Content-Type: application/json\r\n"
                      f"Content-Length: {len(body)}\r\n\r\n".encode() + body[:5])
         await asyncio.sleep(1.0)  # past the idle limit, within the body's
         writer.write(body[5:])

@@ -17,7 +17,7 @@ Obj = dict[str, Any]
 
 @pytest.fixture
 async def api(cluster: Cluster) -> AsyncIterator[Client]:
-    async with Client.http(cluster.url) as client:
+    async with cluster.admin_client() as client:
         yield client
 
 

@@ -6,21 +6,19 @@ The client is synchronous, so it runs in a thread while the cluster serves from 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 from kubernetes import client as k8s
+from kubernetes import config as k8s_config
 from kubernetes import watch as k8s_watch
 from kubernetes.client.rest import ApiException
 
-
-def _core(url: str) -> k8s.CoreV1Api:
-    configuration = k8s.Configuration()
-    configuration.host = url
-    return k8s.CoreV1Api(k8s.ApiClient(configuration))
+from tests.access import admin_kubeconfig
 
 
-def _scenario(url: str) -> dict[str, object]:
-    core = _core(url)
+def _scenario(kubeconfig: Path) -> dict[str, object]:
+    core = k8s.CoreV1Api(k8s_config.new_client_from_config(str(kubeconfig)))
     seen: dict[str, object] = {}
     ns = core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name="team-a")))
     seen["namespace_phase"] = ns.status.phase
@@ -57,8 +55,8 @@ def _scenario(url: str) -> dict[str, object]:
 
 
 @pytest.mark.timeout(60)
-async def test_the_official_python_client_drives_namespaces_and_pods(cluster) -> None:
-    seen = await asyncio.to_thread(_scenario, cluster.url)
+async def test_the_official_python_client_drives_namespaces_and_pods(cluster, tmp_path: Path) -> None:
+    seen = await asyncio.to_thread(_scenario, admin_kubeconfig(cluster, tmp_path / "kubeconfig"))
     assert seen["namespace_phase"] == "Active"
     assert seen["restart_policy"] == "Always" and seen["got"] is True
     assert seen["listed"] == ["web"]

@@ -65,7 +65,8 @@ async def test_list_across_namespaces_never_mixes_a_prefix_namespace(http) -> No
     _, body = await http.get("/api/v1/namespaces/ns1/configmaps")
     assert [i["metadata"]["name"] for i in body["items"]] == ["in-ns1"]
     _, body = await http.get("/api/v1/configmaps")
-    assert {i["metadata"]["name"] for i in body["items"]} == {"in-ns1", "in-ns10"}
+    # and kube-public's cluster-info, which an HTTPS cluster publishes for the nodes that join it
+    assert {i["metadata"]["name"] for i in body["items"]} == {"in-ns1", "in-ns10", "cluster-info"}
 
 
 async def test_pages_are_consistent_at_the_first_pages_revision(http) -> None:
@@ -248,10 +249,10 @@ async def test_an_idle_watch_whose_client_hangs_up_lets_go_of_its_watcher(cluste
     from minik.apiserver import http as api_http
 
     monkeypatch.setattr(api_http, "LIVENESS_SECONDS", 0.05)
-    host, port = cluster.url.removeprefix("http://").split(":")
     before = cluster.store.watcher_count  # the server's own (its authorizers follow the store)
-    reader, writer = await asyncio.open_connection(host, int(port))
-    writer.write(f"GET {CMS}?watch=true HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+    reader, writer = await asyncio.open_connection(cluster.host, cluster.port, ssl=cluster.client_ssl_context())
+    writer.write(f"GET {CMS}?watch=true HTTP/1.1\r\nHost: {cluster.host}\r\n"
+                 f"Authorization: Bearer {cluster.admin_token}\r\n\r\n".encode())
     assert b" 200 " in await asyncio.wait_for(reader.readline(), 5)
     assert cluster.store.watcher_count == before + 1
     writer.close()  # no event, no bookmark and no timeout would ever tell the server

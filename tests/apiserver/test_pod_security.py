@@ -7,6 +7,7 @@ import structlog
 from aiohttp import ClientSession
 
 from minik.cluster import Cluster
+from tests.access import admin_session
 
 NS = "/api/v1/namespaces"
 
@@ -32,7 +33,7 @@ async def namespace(session: ClientSession, name: str, **labels: str) -> None:
 
 
 async def test_a_privileged_pod_is_refused_in_a_namespace_enforcing_baseline(cluster: Cluster) -> None:
-    async with ClientSession(base_url=cluster.url) as session:
+    async with admin_session(cluster) as session:
         await namespace(session, "base", enforce="baseline")
         status, body, _ = await post(session, f"{NS}/base/pods", pod("p", {"securityContext": {"privileged": True}}))
         assert (status, body["reason"]) == (403, "Forbidden")
@@ -54,7 +55,7 @@ async def test_a_privileged_pod_is_refused_in_a_namespace_enforcing_baseline(clu
 
 
 async def test_restricted_refuses_a_plain_pod_and_takes_a_hardened_one(cluster: Cluster) -> None:
-    async with ClientSession(base_url=cluster.url) as session:
+    async with admin_session(cluster) as session:
         await namespace(session, "strict", enforce="restricted")
         status, body, _ = await post(session, f"{NS}/strict/pods", pod("plain", {"securityContext": {
             "runAsUser": 0, "capabilities": {"add": ["SYS_ADMIN"]}}}))
@@ -74,7 +75,7 @@ async def test_restricted_refuses_a_plain_pod_and_takes_a_hardened_one(cluster: 
 
 
 async def test_warn_mode_answers_with_a_warning_header_and_audit_logs(cluster: Cluster) -> None:
-    async with ClientSession(base_url=cluster.url) as session:
+    async with admin_session(cluster) as session:
         await namespace(session, "soft", warn="baseline", audit="restricted")
         with structlog.testing.capture_logs() as logs:
             status, _, warning = await post(session, f"{NS}/soft/pods", pod("p", {"securityContext": {
@@ -91,7 +92,7 @@ async def test_warn_mode_answers_with_a_warning_header_and_audit_logs(cluster: C
 async def test_workloads_are_warned_about_but_not_refused(cluster: Cluster) -> None:
     deployment = {"metadata": {"name": "web"}, "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {
         "metadata": {"labels": {"a": "b"}}, "spec": pod("x", {"securityContext": {"privileged": True}})["spec"]}}}
-    async with ClientSession(base_url=cluster.url) as session:
+    async with admin_session(cluster) as session:
         await namespace(session, "apps", enforce="baseline", warn="baseline")
         status, _, warning = await post(session, "/apis/apps/v1/namespaces/apps/deployments", deployment)
         assert status == 201
@@ -99,7 +100,7 @@ async def test_workloads_are_warned_about_but_not_refused(cluster: Cluster) -> N
 
 
 async def test_labelling_a_namespace_warns_about_existing_pods_and_bad_levels_are_refused(cluster: Cluster) -> None:
-    async with ClientSession(base_url=cluster.url) as session:
+    async with admin_session(cluster) as session:
         await namespace(session, "later")
         await post(session, f"{NS}/later/pods", pod("old", {"securityContext": {"privileged": True}}))
         async with session.patch(f"{NS}/later", json={"metadata": {"labels": {

@@ -14,6 +14,7 @@ import pytest
 
 from minik.cluster import COMPONENTS, Cluster, ClusterSettings
 from minik.store import Store, StoreSettings
+from tests.access import admin_session
 
 SERVICES = "/api/v1/namespaces/default/services"
 
@@ -24,7 +25,7 @@ def service(name: str, **spec: Any) -> dict[str, Any]:
 
 def settings(tmp_path: Path, cidr: str = "10.96.0.0/12") -> ClusterSettings:
     return ClusterSettings(data_dir=tmp_path / "c", port=0, synchronous="NORMAL", service_cidr=cidr,
-                           insecure_loopback=True, disabled=frozenset(COMPONENTS))
+                           disabled=frozenset(COMPONENTS))
 
 
 @pytest.fixture
@@ -50,7 +51,7 @@ async def test_a_service_gets_a_cluster_ip_from_the_service_range(http) -> None:
 
 
 async def test_concurrent_creates_never_share_a_cluster_ip_and_a_full_range_is_an_error(small_cluster) -> None:
-    async with aiohttp.ClientSession(base_url=small_cluster.url) as session:
+    async with admin_session(small_cluster) as session:
         results = await asyncio.gather(*(call(session, "POST", SERVICES, service(f"s{i}")) for i in range(35)))
     created = [body["spec"]["clusterIP"] for status, body in results if status == 201]
     refused = [body for status, body in results if status != 201]
@@ -63,7 +64,7 @@ async def test_concurrent_creates_never_share_a_cluster_ip_and_a_full_range_is_a
 
 async def test_concurrent_creates_never_share_a_node_port_and_one_asked_for_is_given_once(cluster) -> None:
     two_ports = [{"name": "http", "port": 80}, {"name": "https", "port": 443}]
-    async with aiohttp.ClientSession(base_url=cluster.url) as session:  # 30042: in the band kept for asked ports
+    async with admin_session(cluster) as session:  # 30042: in the band kept for asked ports
         dynamic = await asyncio.gather(*(call(session, "POST", SERVICES, service(f"d{i}", type="NodePort",
                                                                                  ports=two_ports))
                                          for i in range(30)))
@@ -209,7 +210,7 @@ async def test_the_kubernetes_service_points_at_the_api_server(cluster, http) ->
 async def test_allocations_survive_a_restart_and_leaks_are_repaired(tmp_path: Path) -> None:
     s = settings(tmp_path)
     async with Cluster(s) as first:
-        async with aiohttp.ClientSession(base_url=first.url) as session:
+        async with admin_session(first) as session:
             status, body = await call(session, "POST", SERVICES, service("web", type="NodePort"))
             assert status == 201
     ip, node_port = body["spec"]["clusterIP"], body["spec"]["ports"][0]["nodePort"]
@@ -221,7 +222,7 @@ async def test_allocations_survive_a_restart_and_leaks_are_repaired(tmp_path: Pa
     finally:
         await store.close()
     async with Cluster(s) as second:
-        async with aiohttp.ClientSession(base_url=second.url) as session:
+        async with admin_session(second) as session:
             status, body = await call(session, "POST", SERVICES, service("b", clusterIP=ip))
             assert status == 422 and body["message"].endswith("provided IP is already allocated")
             status, body = await call(session, "POST", SERVICES,

@@ -11,6 +11,7 @@ from cli_helpers import Invoke, invoke_cli
 
 from minik.client import Client
 from minik.cluster import Cluster
+from tests.access import admin_kubeconfig
 
 
 @pytest.fixture
@@ -24,17 +25,23 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def minik(cluster: Cluster, home: Path) -> Invoke:
-    """``await minik("get", "pods")``: the command against the test's cluster, with its Result (exit_code,
-    stdout, stderr)."""
+def kubeconfig(cluster: Cluster, tmp_path: Path) -> Path:
+    """The admin's kubeconfig for the test's cluster, as `minik up` writes it (outside the test's HOME)."""
+    return admin_kubeconfig(cluster, tmp_path / "admin" / "kubeconfig")
+
+
+@pytest.fixture
+def minik(kubeconfig: Path, home: Path) -> Invoke:
+    """``await minik("get", "pods")``: the command against the test's cluster as the admin, with its Result
+    (exit_code, stdout, stderr)."""
 
     async def run(*args: str, input: str | None = None) -> Result:
-        return await invoke_cli(["--server", cluster.url, *args], input)
+        return await invoke_cli(["--kubeconfig", str(kubeconfig), *args], input)
 
     return run
 
 
 @pytest.fixture
 async def client(cluster: Cluster) -> AsyncIterator[Client]:
-    async with Client.http(cluster.url) as c:
+    async with cluster.admin_client() as c:
         yield c

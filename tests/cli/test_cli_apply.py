@@ -170,20 +170,21 @@ async def test_server_errors_are_printed_as_kubectl_prints_them(minik: Invoke, t
         "namespace \"default\". You must pass '--namespace=nowhere' to perform this operation.")
 
 
-async def test_minik_apply_and_kubectl_apply_agree(minik: Invoke, client: Client, cluster, tmp_path: Path) -> None:
+async def test_minik_apply_and_kubectl_apply_agree(minik: Invoke, client: Client, kubeconfig: Path,
+                                                  tmp_path: Path) -> None:
     manifest = write(tmp_path / "web.yaml", DEPLOYMENT)
-    code, out, err = await kubectl(tmp_path, "apply", "--validate=false", "-f", str(manifest), server=cluster.url)
+    code, out, err = await kubectl(tmp_path, "apply", "--validate=false", "-f", str(manifest), kubeconfig=kubeconfig)
     assert code == 0, err
     assert out.strip() == "deployment.apps/web created"
     assert (await minik("apply", "-f", str(manifest))).stdout.strip() == "deployment.apps/web unchanged"
 
     write(manifest, DEPLOYMENT.replace('- {name: A, value: "1"}\n', "").replace("nginx:1", "nginx:2"))
     assert (await minik("apply", "-f", str(manifest))).stdout.strip() == "deployment.apps/web configured"
-    code, out, err = await kubectl(tmp_path, "apply", "--validate=false", "-f", str(manifest), server=cluster.url)
+    code, out, err = await kubectl(tmp_path, "apply", "--validate=false", "-f", str(manifest), kubeconfig=kubeconfig)
     assert out.strip() == "deployment.apps/web unchanged", err
 
     write(manifest, DEPLOYMENT.replace("replicas: 2", "replicas: 4"))
-    code, out, err = await kubectl(tmp_path, "apply", "--validate=false", "-f", str(manifest), server=cluster.url)
+    code, out, err = await kubectl(tmp_path, "apply", "--validate=false", "-f", str(manifest), kubeconfig=kubeconfig)
     assert out.strip() == "deployment.apps/web configured", err
     assert (await minik("apply", "-f", str(manifest))).stdout.strip() == "deployment.apps/web unchanged"
     live = await client.get("deployments", "web", "default")

@@ -14,7 +14,6 @@ from cli_helpers import Invoke, minik_command, subprocess_env
 from minik.api.resources import REGISTRY
 from minik.cli.get import TablePrinter, rows_of
 from minik.client import Client
-from minik.cluster import Cluster
 
 
 def pod(name: str, **labels: str) -> dict[str, Any]:
@@ -145,10 +144,10 @@ async def test_the_cli_runs_its_own_loop_while_the_clusters_loop_keeps_serving(m
     assert await asyncio.wait_for(watching, 10) == "seen"
 
 
-async def test_watch_prints_changes_until_interrupted(cluster: Cluster, client: Client, home: Path) -> None:
+async def test_watch_prints_changes_until_interrupted(kubeconfig: Path, client: Client, home: Path) -> None:
     await client.create("pods", pod("first-pod"), "default")
     process = await asyncio.create_subprocess_exec(
-        *minik_command("get", "pods", "-w", "--server", cluster.url), env=subprocess_env(home),
+        *minik_command("get", "pods", "-w", "--kubeconfig", str(kubeconfig)), env=subprocess_env(home),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     assert process.stdout is not None
     try:

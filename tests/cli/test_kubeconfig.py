@@ -10,7 +10,6 @@ import yaml
 from cli_helpers import invoke_cli
 
 from minik import kubeconfig
-from minik.client import Client
 from minik.cluster import Cluster
 
 
@@ -44,11 +43,12 @@ def test_a_broken_kubeconfig_is_a_clear_error(tmp_path: Path) -> None:
 
 async def test_client_commands_use_the_kubeconfig_context_and_its_namespace(cluster: Cluster, tmp_path: Path,
                                                                             home: Path) -> None:
-    config = kubeconfig.for_cluster("test", cluster.url)
+    assert cluster.credentials is not None
+    config = kubeconfig.for_cluster("test", cluster.url, ca_data=cluster.credentials.ca_pem, token=cluster.admin_token)
     config["contexts"].append({"name": "team", "context": {"cluster": "test", "user": "test", "namespace": "team"}})
     path = tmp_path / "config"
     kubeconfig.write(path, config)
-    async with Client.http(cluster.url) as client:
+    async with cluster.admin_client() as client:
         await client.create("namespaces", {"metadata": {"name": "team"}})
         await client.create("configmaps", {"metadata": {"name": "in-team"}}, "team")
     default = await invoke_cli(["get", "cm", "-o", "name", "--kubeconfig", str(path)])

@@ -116,6 +116,34 @@ def test_up_detached_then_status_kubectl_get_and_down(tmp_path: Path) -> None:
     assert run(home, "down").stderr.strip() == "minik: cluster 'minik' is not running"
 
 
+def test_up_with_plain_http_writes_the_admin_token_and_refuses_anyone_without_it(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    data = home / ".minik" / "minik"
+    up = run(home, "up", "-d", "--plain-http", "--port", "0", "--disable", "scheduler,controllers,proxy", "--no-node")
+    assert up.returncode == 0, up.stderr
+    lines = up.stdout.splitlines()
+    ready = re.fullmatch(r"minik: ready in [0-9.]+s, API at (http://127\.0\.0\.1:\d+) \(kubeconfig: (\S+)\)", lines[1])
+    assert ready, lines
+    assert len(lines) == 3  # no join command: a node pins the CA it finds over TLS
+    url = ready.group(1)
+    try:
+        endpoint = kubeconfig_endpoint(Path(ready.group(2)))
+        assert (endpoint.server, endpoint.ca_data) == (url, None) and endpoint.token
+        assert (data / "pki" / "ca.crt").exists()  # made all the same, for the kubelets' TLS
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(url + "/api/v1/namespaces/default", timeout=10)  # noqa: S310
+        assert refused.value.code == 401
+        request = urllib.request.Request(url + "/api/v1/namespaces/default",
+                                         headers={"Authorization": f"Bearer {endpoint.token}"})
+        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+            assert json.loads(response.read())["metadata"]["name"] == "default"
+        status = run(home, "status")  # counts the objects with the kubeconfig's token
+        assert "4 namespaces, 0 nodes, 0 pods" in status.stdout, status.stdout
+    finally:
+        down = run(home, "down")
+    assert down.returncode == 0, down.stderr
+
+
 def start(home: Path, data: Path) -> tuple[subprocess.Popen[str], str]:
     """`minik up` in the foreground, its output a pipe: (the process, the API's URL)."""
     process = subprocess.Popen(minik_command("up", "--data-dir", str(data), "--port", "0", "--sync", "NORMAL"),

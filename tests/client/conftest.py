@@ -13,6 +13,6 @@ from minik.cluster import Cluster
 @pytest.fixture(params=["http", "in_process"])
 async def client(request: pytest.FixtureRequest, cluster: Cluster) -> AsyncIterator[Client]:
     assert cluster.api is not None
-    made = Client.http(cluster.url) if request.param == "http" else cluster.in_process_client()
+    made = cluster.admin_client() if request.param == "http" else cluster.in_process_client()
     async with made as c:
         yield c

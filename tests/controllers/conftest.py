@@ -27,7 +27,7 @@ def controller_settings() -> dict[str, object]:
 
 @pytest.fixture
 async def controlled(tmp_path: Path, controller_settings: dict[str, object]) -> AsyncIterator[Cluster]:
-    settings = ClusterSettings(data_dir=tmp_path / "cluster", port=0, insecure_loopback=True, synchronous="NORMAL",
+    settings = ClusterSettings(data_dir=tmp_path / "cluster", port=0, synchronous="NORMAL",
                                disabled=frozenset(COMPONENTS) - {"controllers"},
                                controllers={"workers": 2, **controller_settings})
     cluster = Cluster(settings)
@@ -40,7 +40,7 @@ async def controlled(tmp_path: Path, controller_settings: dict[str, object]) -> 
 
 @pytest.fixture
 async def api(controlled: Cluster) -> AsyncIterator[Client]:
-    client = Client.http(controlled.url)
+    client = controlled.admin_client()
     try:
         yield client
     finally:
@@ -58,7 +58,7 @@ def simulated_settings() -> dict[str, object]:
 async def simulated(tmp_path: Path, simulated_settings: dict[str, object]) -> AsyncIterator[SimulatedCluster]:
     """A real API server with the scheduler and the controllers, and simulated nodes the test adds, stops and
     restarts (each its own kubelet on the fake runtime, renewing its lease every 0.2 s)."""
-    settings = ClusterSettings(data_dir=tmp_path / "cluster", port=0, insecure_loopback=True, synchronous="NORMAL",
+    settings = ClusterSettings(data_dir=tmp_path / "cluster", port=0, synchronous="NORMAL",
                                disabled=frozenset({"node", "proxy"}),
                                controllers={"workers": 2, **simulated_settings})
     cluster = Cluster(settings)
@@ -66,7 +66,7 @@ async def simulated(tmp_path: Path, simulated_settings: dict[str, object]) -> As
     assert cluster.client is not None
     nodes = SimulatedNodes(cluster.client)
     try:
-        async with Client.http(cluster.url) as api:
+        async with cluster.admin_client() as api:
             yield SimulatedCluster(cluster, api, nodes)
     finally:
         await nodes.close()

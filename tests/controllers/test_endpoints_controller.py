@@ -20,7 +20,7 @@ NS = "default"
 
 @pytest.fixture
 async def api(cluster: Cluster) -> AsyncIterator[Client]:
-    async with Client.http(cluster.url) as client:
+    async with cluster.admin_client() as client:
         yield client
 
 
@@ -189,7 +189,7 @@ def test_addresses_with_the_same_ports_share_a_subset_and_headless_services_need
 
 async def test_the_controller_manager_runs_the_endpoints_controller(controlled: Cluster) -> None:
     assert "endpoints" in controlled.components["controllers"].controllers  # type: ignore[attr-defined]
-    async with Client.http(controlled.url) as client:
+    async with controlled.admin_client() as client:
         await web_service(client)
         await run_pod(client, "a", "10.244.0.5")
         await eventually(client, "web", lambda e: ips(e) == ["10.244.0.5"])

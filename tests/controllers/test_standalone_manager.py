@@ -1,4 +1,4 @@
-"""`minik controllers --server URL`: the controller manager as a process of its own against a cluster that runs
+"""`minik controllers`: the controller manager as a process of its own against a cluster that runs
 none."""
 
 from __future__ import annotations
@@ -7,23 +7,26 @@ import asyncio
 import os
 import signal
 import sys
+from pathlib import Path
 
 from controller_helpers import eventually, pod_template, pods
 
-from minik.client import Client
 from minik.cluster import Cluster
+from tests.access import admin_kubeconfig
 
 
-async def test_the_controller_manager_runs_alone_against_a_server_and_stops_on_sigterm(cluster: Cluster) -> None:
+async def test_the_controller_manager_runs_alone_against_a_server_and_stops_on_sigterm(cluster: Cluster,
+                                                                                      tmp_path: Path) -> None:
+    config = admin_kubeconfig(cluster, tmp_path / "kubeconfig")
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "minik", "controllers", "--server", cluster.url, "--controller", "replicaset",
+        sys.executable, "-m", "minik", "controllers", "--kubeconfig", str(config), "--controller", "replicaset",
         "--controller", "garbage-collector", "--log-level", "warning", env=dict(os.environ),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     assert process.stdout is not None
     try:
         started = (await asyncio.wait_for(process.stdout.readline(), 30)).decode().strip()
         assert started == f"minik: controllers running against {cluster.url} (replicaset, garbage-collector)"
-        async with Client.http(cluster.url) as api:
+        async with cluster.admin_client() as api:
             rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web"},
                   "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
                            "template": pod_template({"app": "web"})}}
@@ -43,9 +46,10 @@ async def test_the_controller_manager_runs_alone_against_a_server_and_stops_on_s
     assert process.returncode == 0
 
 
-async def test_an_unknown_controller_name_is_a_usage_error(cluster: Cluster) -> None:
+async def test_an_unknown_controller_name_is_a_usage_error(cluster: Cluster, tmp_path: Path) -> None:
+    config = admin_kubeconfig(cluster, tmp_path / "kubeconfig")
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "minik", "controllers", "--server", cluster.url, "--controller", "nope",
+        sys.executable, "-m", "minik", "controllers", "--kubeconfig", str(config), "--controller", "nope",
         env=dict(os.environ), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     _, err = await asyncio.wait_for(process.communicate(), 30)
     assert process.returncode == 2

@@ -10,4 +10,4 @@ from kubectl_helpers import Kubectl
 
 @pytest.fixture
 async def kubectl(cluster, tmp_path: Path) -> Kubectl:  # type: ignore[no-untyped-def]
-    return Kubectl(cluster.url, tmp_path / "kubectl")
+    return Kubectl(cluster, tmp_path / "kubectl")

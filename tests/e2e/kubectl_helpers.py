@@ -1,5 +1,6 @@
-"""Real kubectl for end-to-end tests: its own kubeconfig (the test's cluster, no credentials), cache directory
-and HOME, run as a subprocess while the cluster serves from the test's event loop."""
+"""Real kubectl for end-to-end tests: its own kubeconfig (the test's cluster, its CA and the admin's token, as
+`minik up` writes it), cache directory and HOME, run as a subprocess while the cluster serves from the test's
+event loop."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from minik.cluster import Cluster
+from tests.access import admin_kubeconfig
 
 KUBECTL = shutil.which("kubectl")
 
@@ -29,17 +33,11 @@ class Result:
 
 
 class Kubectl:
-    def __init__(self, server: str, home: Path) -> None:
+    def __init__(self, cluster: Cluster, home: Path) -> None:
         assert KUBECTL is not None, "kubectl is not on the PATH (./scripts/test installs one)"
-        home.mkdir(parents=True, exist_ok=True)
-        config = home / "kubeconfig"
-        config.write_text(yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "current-context": "minik",
-            "clusters": [{"name": "minik", "cluster": {"server": server}}],
-            "contexts": [{"name": "minik", "context": {"cluster": "minik", "user": "nobody", "namespace": "default"}}],
-            "users": [{"name": "nobody", "user": {}}]}))
+        self.config = admin_kubeconfig(cluster, home / "kubeconfig")
         self.home = home
-        self.env = {**os.environ, "KUBECONFIG": str(config), "HOME": str(home), "KUBECACHEDIR": str(home / "cache")}
+        self.env = {**os.environ, "KUBECONFIG": str(self.config), "HOME": str(home), "KUBECACHEDIR": str(home / "cache")}
 
     def command(self, *args: str) -> list[str]:
         assert KUBECTL is not None

@@ -19,7 +19,6 @@ NODE = "fake-node-000"
 @pytest.fixture
 async def nodes_cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
     cluster = Cluster(ClusterSettings(data_dir=tmp_path / "cluster", port=0, synchronous="NORMAL",
-                                      insecure_loopback=True,
                                       disabled=frozenset(COMPONENTS) - {"node"}, local_node=False, fake_nodes=2,
                                       fake_start_delay_seconds=0.0))
     await cluster.start()
@@ -42,8 +41,8 @@ async def running_pods(client: Client, names: set[str], timeout: float = 30.0) -
 
 async def test_drain_cordons_the_node_and_evicts_its_pods_and_uncordon_reopens_it(nodes_cluster: Cluster,
                                                                                   tmp_path: Path) -> None:
-    kubectl = Kubectl(nodes_cluster.url, tmp_path / "kubectl")
-    async with Client.http(nodes_cluster.url) as client:
+    kubectl = Kubectl(nodes_cluster, tmp_path / "kubectl")
+    async with nodes_cluster.admin_client() as client:
         for name in ("a", "b"):
             await client.create("pods", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
                                          "spec": {"nodeName": NODE,

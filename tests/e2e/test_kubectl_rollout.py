@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from kubectl_helpers import Kubectl
 
-from minik.client import Client
 from minik.cluster import COMPONENTS, Cluster, ClusterSettings
 from minik.testing.kubelet import FakeKubelet
 
@@ -24,11 +23,10 @@ DEPLOYMENT = {
 @pytest.fixture
 async def rollout_cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
     cluster = Cluster(ClusterSettings(data_dir=tmp_path / "cluster", port=0, synchronous="NORMAL",
-                                      insecure_loopback=True,
                                       disabled=frozenset(COMPONENTS) - {"controllers"}))
     await cluster.start()
     try:
-        async with Client.http(cluster.url) as client, FakeKubelet(client):
+        async with cluster.admin_client() as client, FakeKubelet(client):
             yield cluster
     finally:
         await cluster.stop()
@@ -36,7 +34,7 @@ async def rollout_cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
 
 async def test_kubectl_scale_rollout_status_history_undo_and_restart(rollout_cluster: Cluster,
                                                                        tmp_path: Path) -> None:
-    kubectl = Kubectl(rollout_cluster.url, tmp_path / "kubectl")
+    kubectl = Kubectl(rollout_cluster, tmp_path / "kubectl")
     await kubectl("apply", "-f", kubectl.manifest("web.yaml", DEPLOYMENT))
     status = await kubectl("rollout", "status", "deployment/web", "--timeout=30s")
     assert 'deployment "web" successfully rolled out' in status.out

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -327,12 +328,11 @@ async def test_get_watch_prints_each_change(http, kubectl, running) -> None:
 
 
 # -- the Python client sees what kubectl wrote, and the other way round ---------------------------------------
-def _python_client_side(url: str) -> dict[str, Any]:
+def _python_client_side(kubeconfig: Path) -> dict[str, Any]:
     from kubernetes import client as k8s
+    from kubernetes import config as k8s_config
 
-    configuration = k8s.Configuration()
-    configuration.host = url
-    api = k8s.ApiClient(configuration)
+    api = k8s_config.new_client_from_config(str(kubeconfig))  # the one kubectl uses
     core, apps = k8s.CoreV1Api(api), k8s.AppsV1Api(api)
     seen: dict[str, Any] = {}
     deploy = apps.read_namespaced_deployment("d", "default")
@@ -345,10 +345,10 @@ def _python_client_side(url: str) -> dict[str, Any]:
     return seen
 
 
-async def test_kubectl_and_the_python_client_see_the_same_objects(http, kubectl, cluster) -> None:
+async def test_kubectl_and_the_python_client_see_the_same_objects(http, kubectl) -> None:
     await kubectl("apply", "--server-side", "-f", kubectl.manifest("deploy.yaml", deployment(image="nginx:7")))
     await kubectl("create", "-f", kubectl.manifest("pod.yaml", pod()))
-    seen = await asyncio.to_thread(_python_client_side, cluster.url)
+    seen = await asyncio.to_thread(_python_client_side, kubectl.config)
     assert seen == {"deployment": ("nginx:7", [("kubectl", "Apply")]), "pods": ["web"]}
 
     config_map = orjson.loads((await kubectl("get", "configmap", "from-python", "-o", "json",

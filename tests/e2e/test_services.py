@@ -132,13 +132,13 @@ def in_turn(answers: list[str], names: list[str]) -> bool:
 
 @pytest.fixture
 async def services(tmp_path: Path) -> AsyncIterator[Services]:
-    settings = ClusterSettings(data_dir=tmp_path / "c", port=0, insecure_loopback=True, synchronous="NORMAL",
+    settings = ClusterSettings(data_dir=tmp_path / "c", port=0, synchronous="NORMAL",
                                node_runtime="docker",
                                node_name=f"e2e-services-{random.randrange(1 << 24):x}",
                                service_cidr=f"10.{random.randint(128, 250)}.{random.randint(0, 255)}.0/24")
     async with aiodocker.Docker() as docker:
         try:
-            async with Cluster(settings) as cluster, Client.http(cluster.url) as client:
+            async with Cluster(settings) as cluster, cluster.admin_client() as client:
                 proxy = cluster.components["proxy"]
                 assert isinstance(proxy, NodeProxy)
                 await proxy.wait_ready(20)

@@ -20,7 +20,6 @@ from minik.cluster import Cluster, ClusterSettings
 from minik.kubelet.component import NodeComponent
 from minik.kubelet.podworker import WorkerSettings
 from minik.kubelet.runtimes.select import kubelet_id
-from minik.security.credentials import client_ssl_context
 
 NODE = "docker-node"
 BUSYBOX = "busybox:latest"
@@ -50,17 +49,15 @@ class DockerNode:
 @contextlib.asynccontextmanager
 async def docker_cluster(data_dir: Path, *, disabled: frozenset[str] = frozenset({"scheduler", "controllers", "proxy"}),
                          **settings: object) -> AsyncIterator[DockerNode]:
-    """A cluster with a Docker node named NODE (short back-offs), its containers removed when it stops; plain HTTP
-    on loopback unless ``insecure_loopback=False`` is given."""
+    """A cluster with a Docker node named NODE (short back-offs), its containers removed when it stops."""
     options: dict[str, object] = {"kubelet": {"worker": WorkerSettings(backoff_initial_seconds=1.0,
                                                                        backoff_max_seconds=4.0)}}
     options.update(settings)
-    options.setdefault("insecure_loopback", True)
     cluster_settings = ClusterSettings(data_dir=data_dir, port=0, synchronous="NORMAL", node_name=NODE,
                                        node_runtime="docker", disabled=disabled, **options)  # type: ignore[arg-type]
     async with aiodocker.Docker() as docker:
         try:
-            async with Cluster(cluster_settings) as cluster, admin_client(cluster) as client:
+            async with Cluster(cluster_settings) as cluster, cluster.admin_client() as client:
                 component: NodeComponent = cluster.components["node"]  # type: ignore[assignment]
                 await asyncio.wait_for(component.local_ready.wait(), 20)
                 assert component.local is not None
@@ -68,15 +65,6 @@ async def docker_cluster(data_dir: Path, *, disabled: frozenset[str] = frozenset
                 yield DockerNode(cluster, client, docker)
         finally:
             await remove_containers(docker, kubelet_id(data_dir / "kubelet"))
-
-
-def admin_client(cluster: Cluster) -> Client:
-    """A client of ``cluster`` as an admin: plain HTTP on its loopback listener, or HTTPS with the admin token and
-    the cluster CA (``insecure_loopback=False``, as `minik up` serves)."""
-    if cluster.credentials is None:
-        return Client.http(cluster.url)
-    return Client.http(cluster.url, cluster.credentials.admin_token,
-                       ssl=client_ssl_context(cluster.credentials.ca.cert_pem))
 
 
 async def remove_containers(docker: aiodocker.Docker, kubelet: str) -> None:

@@ -20,12 +20,11 @@ NODE = "fake-node-000"
 @pytest.fixture
 async def client(tmp_path: Path) -> AsyncIterator[Client]:
     settings = ClusterSettings(data_dir=tmp_path / "c", port=0, synchronous="NORMAL", local_node=False,
-                               insecure_loopback=True,
                                fake_nodes=3, fake_start_delay_seconds=0.05,
                                disabled=frozenset({"scheduler", "controllers", "proxy"}),
                                kubelet={"worker": WorkerSettings(backoff_initial_seconds=0.5, backoff_max_seconds=2.0)})
     async with Cluster(settings) as cluster:
-        async with Client.http(cluster.url) as c:
+        async with cluster.admin_client() as c:
             yield c
 
 

@@ -18,7 +18,7 @@ from minik.cluster import Cluster, ClusterSettings
 from minik.kubelet.component import NodeComponent
 from minik.kubelet.runtimes.select import kubelet_id
 from minik.security import tokens
-from tests.kubelet.docker_helpers import NODE, DockerNode, admin_client, busybox, docker_cluster, remove_containers
+from tests.kubelet.docker_helpers import NODE, DockerNode, busybox, docker_cluster, remove_containers
 from tests.kubelet.helpers import condition, container_state, phase, pod_manifest, wait_for_pod, wait_gone
 from tests.kubelet.join_helpers import ca_hash, join_command, join_token, joined_node, start_join, stop_join
 
@@ -55,7 +55,7 @@ async def container_ids(node: DockerNode, pod: dict) -> list[str]:
 
 
 async def test_a_joined_node_registers_takes_scheduled_pods_and_serves_their_logs(tmp_path: Path) -> None:
-    async with docker_cluster(tmp_path / "c", disabled=frozenset({"controllers"}), insecure_loopback=False) as node:
+    async with docker_cluster(tmp_path / "c", disabled=frozenset({"controllers"})) as node:
         cluster, client = node.cluster, node.client
         assert cluster.url.startswith("https://")
         async with joined_node(cluster.url, await join_token(client), ca_hash(cluster), SECOND, tmp_path / "b",
@@ -117,7 +117,7 @@ async def run_join(command: list[str]) -> tuple[int, str]:
 async def test_join_refuses_a_wrong_ca_hash_a_wrong_token_and_bad_labels(tmp_path: Path) -> None:
     settings = ClusterSettings(data_dir=tmp_path / "c", port=0, synchronous="NORMAL",
                                disabled=frozenset({"scheduler", "controllers", "node", "proxy"}))
-    async with Cluster(settings) as cluster, admin_client(cluster) as admin:
+    async with Cluster(settings) as cluster, cluster.admin_client() as admin:
         token, pin = await join_token(admin), ca_hash(cluster)
         wrong_pin = "sha256:" + "0" * 64
         for given_token, given_pin, extra, message in (
@@ -144,12 +144,12 @@ async def test_pods_keep_running_while_the_api_server_is_down_and_the_node_resyn
     cluster = Cluster(settings)
     await cluster.start()
     port = cluster.port
-    async with admin_client(cluster) as client:
+    async with cluster.admin_client() as client:
         token = await join_token(client)
     process = await start_join(join_command(cluster.url, token, ca_hash(cluster), SECOND, tmp_path / "b",
                                             "--runtime", "docker"))
     try:
-        async with admin_client(cluster) as client:
+        async with cluster.admin_client() as client:
             await wait_for_node(client, SECOND)
             await client.create("pods", pod_manifest("steady", node=SECOND,
                                                      containers=[busybox("app", "exec sleep 3600")]))
@@ -163,7 +163,7 @@ async def test_pods_keep_running_while_the_api_server_is_down_and_the_node_resyn
 
         cluster = Cluster(ClusterSettings(**{**settings.__dict__, "port": port}))
         await cluster.start()
-        async with admin_client(cluster) as client:
+        async with cluster.admin_client() as client:
             pod = await client.get("pods", "steady", "default")
             assert container_state(pod)["containerID"] == f"docker://{container}"
             await client.create("pods", pod_manifest("after", node=SECOND,
@@ -177,7 +177,7 @@ async def test_pods_keep_running_while_the_api_server_is_down_and_the_node_resyn
         assert await stop_join(process) == 0  # the node restarts on its saved credential: no token, no pin
         process = await start_join(join_command(cluster.url, None, None, SECOND, tmp_path / "b", "--runtime",
                                                 "docker"))
-        async with admin_client(cluster) as client:
+        async with cluster.admin_client() as client:
             await wait_for_node(client, SECOND)
             await read_logs_eventually(client, "after")  # the new kubelet's endpoint (a new port) serves them
             assert container_state(await client.get("pods", "after", "default"))["restartCount"] == 0

@@ -39,7 +39,7 @@ def client_certificate(cluster: Cluster, tmp_path: Path, user: str, groups: tupl
 
 
 async def test_only_the_api_server_and_admins_reach_the_kubelet_over_tls(tmp_path: Path) -> None:
-    async with docker_cluster(tmp_path / "c", insecure_loopback=False) as node:
+    async with docker_cluster(tmp_path / "c") as node:
         cluster, client = node.cluster, node.client
         creds = cluster.credentials
         assert creds is not None
@@ -70,7 +70,7 @@ async def test_only_the_api_server_and_admins_reach_the_kubelet_over_tls(tmp_pat
 
 
 async def test_a_cluster_serving_plain_http_on_loopback_still_serves_its_kubelet_over_tls(tmp_path: Path) -> None:
-    async with docker_cluster(tmp_path / "c") as node:
+    async with docker_cluster(tmp_path / "c", plain_http=True) as node:
         assert node.cluster.url.startswith("http://")
         pki = node.cluster.settings.data_dir / "pki"
         url = kubelet_url(await node.client.get("nodes", NODE), "/healthz")

@@ -19,6 +19,7 @@ import pytest
 from minik.api.errors import StatusError
 from minik.client import Client
 from minik.cluster import Cluster
+from tests.access import admin_kubeconfig
 from tests.e2e.kubectl_helpers import Kubectl, finish
 from tests.kubelet.docker_helpers import NODE, DockerNode, busybox
 from tests.kubelet.helpers import container_state, phase, pod_manifest, wait_for_pod
@@ -26,7 +27,7 @@ from tests.kubelet.helpers import container_state, phase, pod_manifest, wait_for
 
 @pytest.fixture
 def kubectl(node: DockerNode, tmp_path: Path) -> Kubectl:
-    return Kubectl(node.cluster.url, tmp_path / "kubectl")
+    return Kubectl(node.cluster, tmp_path / "kubectl")
 
 
 @pytest.fixture
@@ -131,7 +132,7 @@ async def _raw(client: Client, path: str, **query: str) -> StatusError:
 
 
 async def test_logs_and_exec_requests_the_api_cannot_serve_get_kubernetes_answers(cluster: Cluster) -> None:
-    async with Client.http(cluster.url) as client:
+    async with cluster.admin_client() as client:
         two = pod_manifest("two", containers=[{"name": "a", "image": "busybox"}, {"name": "b", "image": "busybox"}])
         await client.create("pods", two)
         base = "/api/v1/namespaces/default/pods"
@@ -150,37 +151,37 @@ async def test_logs_and_exec_requests_the_api_cannot_serve_get_kubernetes_answer
         assert error.code == 400 and error.message == "pod two does not have a host assigned"
 
 
-async def _minik(server: str, *args: str, stdin: bytes | None = None) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(sys.executable, "-m", "minik", "-s", server, *args,
+async def _minik(config: Path, *args: str, stdin: bytes | None = None) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(sys.executable, "-m", "minik", "--kubeconfig", str(config), *args,
                                                    stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                                                    stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(process.communicate(stdin), 60)
     return process.returncode or 0, out.decode(), err.decode()
 
 
-async def test_minik_logs_and_exec_work_as_kubectl_does(node: DockerNode) -> None:
+async def test_minik_logs_and_exec_work_as_kubectl_does(node: DockerNode, tmp_path: Path) -> None:
     script = "echo one; echo two; exec sleep 3600"
     await node.client.create("pods", pod_manifest("pair", node=NODE, containers=[
         busybox("app", script), busybox("side", "echo beside; exec sleep 3600")]))
     await wait_for_pod(node.client, "pair", lambda p: phase(p) == "Running", 30)
-    server = node.cluster.url
+    config = admin_kubeconfig(node.cluster, tmp_path / "kubeconfig")
     deadline = time.monotonic() + 10
-    while (result := await _minik(server, "logs", "pair"))[1] != "one\ntwo\n" and time.monotonic() < deadline:
+    while (result := await _minik(config, "logs", "pair"))[1] != "one\ntwo\n" and time.monotonic() < deadline:
         await asyncio.sleep(0.2)
     assert result == (0, "one\ntwo\n", 'Defaulted container "app" out of: app, side\n')
-    assert await _minik(server, "logs", "pair", "-c", "side", "--tail", "1") == (0, "beside\n", "")
-    assert await _minik(server, "logs", "pod/pair", "-c", "side") == (0, "beside\n", "")
+    assert await _minik(config, "logs", "pair", "-c", "side", "--tail", "1") == (0, "beside\n", "")
+    assert await _minik(config, "logs", "pod/pair", "-c", "side") == (0, "beside\n", "")
     pod = await node.client.get("pods", "pair", "default")
     pod["metadata"]["labels"] = {"app": "pair"}
     await node.client.update("pods", pod, "default")
     await node.client.create("services", {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "pairs"},
                                           "spec": {"selector": {"app": "pair"}, "ports": [{"port": 80}]}},
                              namespace="default")
-    assert await _minik(server, "logs", "svc/pairs", "-c", "side") == (0, "beside\n", "")
-    assert await _minik(server, "exec", "service/pairs", "-c", "side", "--", "echo", "via the service") == \
+    assert await _minik(config, "logs", "svc/pairs", "-c", "side") == (0, "beside\n", "")
+    assert await _minik(config, "exec", "service/pairs", "-c", "side", "--", "echo", "via the service") == \
         (0, "via the service\n", "")
-    code, out, err = await _minik(server, "exec", "-i", "pair", "-c", "side", "--", "sh", "-c",
+    code, out, err = await _minik(config, "exec", "-i", "pair", "-c", "side", "--", "sh", "-c",
                                   "cat; echo bad >&2; exit 4", stdin=b"piped in\n")
     assert (code, out) == (4, "piped in\n") and err == "bad\ncommand terminated with exit code 4\n"
-    code, _, err = await _minik(server, "exec", "pair", "-c", "nope", "--", "true")
+    code, _, err = await _minik(config, "exec", "pair", "-c", "nope", "--", "true")
     assert code == 1 and err == "Error from server (BadRequest): container nope is not valid for pod pair\n"

@@ -35,8 +35,14 @@ async def upstream() -> AsyncIterator[DnsUpstream]:
 
 
 @pytest.fixture
-async def proxied(tmp_path: Path, upstream: DnsUpstream) -> AsyncIterator[Cluster]:
-    settings = ClusterSettings(data_dir=tmp_path / "cluster", port=0, insecure_loopback=True, synchronous="NORMAL",
+def plain_http() -> bool:
+    """Whether the cluster serves plain HTTP rather than HTTPS (a test may parametrize this)."""
+    return False
+
+
+@pytest.fixture
+async def proxied(tmp_path: Path, upstream: DnsUpstream, plain_http: bool) -> AsyncIterator[Cluster]:
+    settings = ClusterSettings(data_dir=tmp_path / "cluster", port=0, synchronous="NORMAL", plain_http=plain_http,
                                disabled=frozenset(COMPONENTS) - {"proxy"}, service_cidr=random_service_cidr(),
                                node_name=f"proxy-test-{random.randrange(1 << 30):x}",
                                proxy={"dns_addresses": ("127.0.0.1",), "dns_upstreams": (upstream.address,),
@@ -54,7 +60,7 @@ def proxy_of(cluster: Cluster) -> NodeProxy:
 
 @pytest.fixture
 async def api(proxied: Cluster) -> AsyncIterator[Client]:
-    async with Client.http(proxied.url) as client:
+    async with proxied.admin_client() as client:
         yield client
 
 

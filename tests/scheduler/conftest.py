@@ -17,7 +17,7 @@ from tests.scheduler.helpers import SimulatedNodes
 
 @pytest.fixture
 async def scheduled_cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    c = Cluster(ClusterSettings(data_dir=tmp_path / "cluster", port=0, insecure_loopback=True, synchronous="NORMAL",
+    c = Cluster(ClusterSettings(data_dir=tmp_path / "cluster", port=0, synchronous="NORMAL",
                                 disabled=frozenset(COMPONENTS) - {"scheduler"}))
     await c.start()
     try:
@@ -28,7 +28,7 @@ async def scheduled_cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
 
 @pytest.fixture
 async def api(scheduled_cluster: Cluster) -> AsyncIterator[Client]:
-    async with Client.http(scheduled_cluster.url) as client:
+    async with scheduled_cluster.admin_client() as client:
         yield client
 
 

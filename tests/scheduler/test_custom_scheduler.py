@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from minik import kubeconfig
 from minik.client import Client
 from minik.cluster import Cluster
 
+from tests.access import admin_kubeconfig
 from tests.scheduler.helpers import (SimulatedNodes, events_for, node_of, pod_object, simulated_node, wait_bound,
                                      wait_for)
 
@@ -26,9 +26,7 @@ COST = "example.com/hourly-cost"
 @pytest.fixture
 async def cheapest(scheduled_cluster: Cluster, tmp_path: Path) -> AsyncIterator[asyncio.subprocess.Process]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    config = tmp_path / "kubeconfig"  # found as users find their cluster: through a kubeconfig
-    kubeconfig.write(config, kubeconfig.for_cluster("minik", scheduled_cluster.url,
-                                                    token=scheduled_cluster.admin_token))
+    config = admin_kubeconfig(scheduled_cluster, tmp_path / "kubeconfig")  # as users find their cluster
     process = await asyncio.create_subprocess_exec(
         sys.executable, str(ROOT / "scripts" / "cheapest_scheduler.py"), "--kubeconfig", str(config),
         env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)

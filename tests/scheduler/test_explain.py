@@ -10,11 +10,13 @@ from minik.cli import cli
 from minik.client import Client
 from minik.cluster import Cluster
 
+from tests.access import admin_kubeconfig
 from tests.scheduler.helpers import SimulatedNodes, pod_object, simulated_node, wait_bound
 
 
 async def explain(cluster: Cluster, *args: str) -> tuple[int, str]:
-    result = await asyncio.to_thread(CliRunner().invoke, cli, ["--server", cluster.url, "explain", "pod", *args])
+    config = admin_kubeconfig(cluster, cluster.settings.data_dir.parent / "admin-kubeconfig")
+    result = await asyncio.to_thread(CliRunner().invoke, cli, ["--kubeconfig", str(config), "explain", "pod", *args])
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return result.exit_code, result.output
@@ -22,7 +24,7 @@ async def explain(cluster: Cluster, *args: str) -> tuple[int, str]:
 
 async def test_explain_shows_the_filter_that_rejects_each_node_and_the_scores_of_the_others(
         cluster: Cluster) -> None:
-    async with Client.http(cluster.url) as client:
+    async with cluster.admin_client() as client:
         nodes = SimulatedNodes(client)
         try:
             await nodes.add(simulated_node("gpu", taints=[{"key": "dedicated", "value": "gpu",
@@ -49,7 +51,7 @@ async def test_explain_shows_the_filter_that_rejects_each_node_and_the_scores_of
 
 
 async def test_explain_of_a_pod_no_node_fits_gives_kubernetes_message(cluster: Cluster) -> None:
-    async with Client.http(cluster.url) as client:
+    async with cluster.admin_client() as client:
         nodes = SimulatedNodes(client)
         try:
             await nodes.add(simulated_node("small", cpu="1"))

@@ -17,7 +17,7 @@ GPU_TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 
 
 async def test_a_pod_stays_pending_without_a_scheduler_and_is_bound_once_one_runs(cluster: Cluster) -> None:
-    async with Client.http(cluster.url) as client:
+    async with cluster.admin_client() as client:
         nodes = SimulatedNodes(client)
         await nodes.add(simulated_node("node-1"))
         scheduler = Scheduler(client)

@@ -44,19 +44,19 @@ async def test_a_restart_keeps_the_ca_and_the_admin_token_and_new_names_get_a_ne
 
 def test_plain_http_is_only_served_on_loopback(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="plain HTTP is only served on a loopback address, not on 0.0.0.0"):
-        settings(tmp_path, insecure_loopback=True, bind="0.0.0.0")
-    settings(tmp_path, insecure_loopback=True, bind="127.0.0.1")
+        settings(tmp_path, plain_http=True, bind="0.0.0.0")
+    settings(tmp_path, plain_http=True, bind="127.0.0.1")
     settings(tmp_path, bind="0.0.0.0")  # HTTPS is fine anywhere
 
 
-def test_minik_up_refuses_insecure_beyond_loopback(tmp_path: Path) -> None:
+def test_minik_up_refuses_plain_http_beyond_loopback(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
     from minik.cli import cli
 
-    result = CliRunner(env={"HOME": str(tmp_path)}).invoke(cli, ["up", "--insecure-loopback", "--bind", "0.0.0.0"])
+    result = CliRunner(env={"HOME": str(tmp_path)}).invoke(cli, ["up", "--plain-http", "--bind", "0.0.0.0"])
     assert result.exit_code == 1
-    assert result.output.strip() == ("error: --insecure-loopback serves plain HTTP and only on a loopback address, "
+    assert result.output.strip() == ("error: --plain-http serves plain HTTP and only on a loopback address, "
                                      "not on 0.0.0.0")
 
 

@@ -1,7 +1,7 @@
 """The request pipeline's replaceable stages: the authenticator and admission plugin protocols (the authorizer's
 is minik.apiserver.authorization), what admission sees of a request, and the chain that runs the plugins.
 
-Each stage is a small protocol so real implementations replace the defaults without touching the handlers:
+Each stage is a small protocol, so implementations are swapped without touching the handlers:
 authenticate -> authorize -> decode -> admit (mutating, then validating) -> validate -> store.
 """
 
@@ -22,14 +22,6 @@ class Authenticator(Protocol):
     async def authenticate(self, request: ApiRequest) -> User | None: ...
 
 
-_LOOPBACK_ADMIN = User("system:admin", ("system:masters", "system:authenticated"))
-
-
-class LoopbackAuthenticator:
-    """Everyone is an admin. Only fit for a server bound to loopback (the security work replaces it)."""
-
-    async def authenticate(self, request: ApiRequest) -> User | None:
-        return _LOOPBACK_ADMIN
 
 
 @dataclass
