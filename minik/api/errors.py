@@ -133,6 +133,12 @@ def too_large(message: str = "the request body is too large") -> StatusError:
     return StatusError(413, "RequestEntityTooLarge", message)
 
 
+def unauthorized() -> StatusError:
+    """A new one each time: an exception instance raised again keeps every earlier raise's traceback (and so
+    each failed request's frames and body) chained to its own."""
+    return StatusError(401, "Unauthorized", "Unauthorized")
+
+
 def forbidden(message: str, plural: str = "", group: str = "", name: str = "") -> StatusError:
     return StatusError(403, "Forbidden", message, _details(name, group, plural))
 

@@ -15,7 +15,7 @@ import orjson
 import structlog
 
 from minik.api.errors import (PATCH_MEDIA_TYPES, StatusError, bad_request, internal, not_found,
-                              unsupported_media_type)
+                              unauthorized, unsupported_media_type)
 from minik.api.registry import Registry, ResourceType
 from minik.apiserver import codec, discovery, scale, tables, warnings
 from minik.apiserver.admission import (AdmissionPlugin, Admission, AllowAll, Authenticator, Authorizer,
@@ -46,7 +46,6 @@ SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 SYSTEM_USER = User("system:apiserver", ("system:masters",))
 #: the group of requests that carry no credentials (authenticated as system:anonymous)
 ANONYMOUS_GROUP = "system:unauthenticated"
-UNAUTHORIZED = StatusError(401, "Unauthorized", "Unauthorized")
 
 #: a handler for a path outside the resource API (the node join): the request and its authenticated user
 Extension = Callable[[ApiRequest, User], Awaitable[ApiResponse]]
@@ -206,7 +205,7 @@ class ApiServer:
             return ApiResponse.raw(self._static[path])
         user = request.user or await self.authenticator.authenticate(request)
         if user is None:
-            raise UNAUTHORIZED
+            raise unauthorized()
         anonymous = ANONYMOUS_GROUP in user.groups
         extension = self.extensions.get(path)
         if extension is not None:
@@ -214,17 +213,17 @@ class ApiServer:
         static = self._static.get(path)
         if static is not None and request.method in ("GET", "HEAD"):
             if anonymous:
-                raise UNAUTHORIZED
+                raise unauthorized()
             return ApiResponse.raw(static)
         if path == "/" or (self.openapi.handles(path) and request.method in ("GET", "HEAD")):
             if anonymous:
-                raise UNAUTHORIZED
+                raise unauthorized()
             return ApiResponse.json({"paths": sorted(self._static)}) if path == "/" else self.openapi.respond(path)
         info = resolve(self.registry, request.method, path, request.query)
         denied = await self.authorizer.authorize(user, info)
         if denied is not None:
             if anonymous:
-                raise UNAUTHORIZED
+                raise unauthorized()
             raise forbidden_error(user, info, denied)
         lane = self.lanes.lane(user, info)
         self.lanes.acquire(lane)  # a counter, not a context manager: this runs for every request
