@@ -15,7 +15,7 @@ import orjson
 import structlog
 
 from minik.api.errors import (PATCH_MEDIA_TYPES, StatusError, bad_request, internal, not_found,
-                              unauthorized, unsupported_media_type)
+                              Unauthorized, unsupported_media_type)
 from minik.api.registry import Registry, ResourceType
 from minik.apiserver import codec, discovery, scale, tables, warnings
 from minik.apiserver.admission import (AdmissionPlugin, Admission, AllowAll, Authenticator, Authorizer,
@@ -46,6 +46,8 @@ SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 SYSTEM_USER = User("system:apiserver", ("system:masters",))
 #: the group of requests that carry no credentials (authenticated as system:anonymous)
 ANONYMOUS_GROUP = "system:unauthenticated"
+#: raised as ``raise UNAUTHORIZED``: a class, so each refusal is a new error (see ``Unauthorized``)
+UNAUTHORIZED = Unauthorized
 
 #: a handler for a path outside the resource API (the node join): the request and its authenticated user
 Extension = Callable[[ApiRequest, User], Awaitable[ApiResponse]]
@@ -205,7 +207,7 @@ class ApiServer:
             return ApiResponse.raw(self._static[path])
         user = request.user or await self.authenticator.authenticate(request)
         if user is None:
-            raise unauthorized()
+            raise UNAUTHORIZED
         anonymous = ANONYMOUS_GROUP in user.groups
         extension = self.extensions.get(path)
         if extension is not None:
@@ -213,17 +215,17 @@ class ApiServer:
         static = self._static.get(path)
         if static is not None and request.method in ("GET", "HEAD"):
             if anonymous:
-                raise unauthorized()
+                raise UNAUTHORIZED
             return ApiResponse.raw(static)
         if path == "/" or (self.openapi.handles(path) and request.method in ("GET", "HEAD")):
             if anonymous:
-                raise unauthorized()
+                raise UNAUTHORIZED
             return ApiResponse.json({"paths": sorted(self._static)}) if path == "/" else self.openapi.respond(path)
         info = resolve(self.registry, request.method, path, request.query)
         denied = await self.authorizer.authorize(user, info)
         if denied is not None:
             if anonymous:
-                raise unauthorized()
+                raise UNAUTHORIZED
             raise forbidden_error(user, info, denied)
         lane = self.lanes.lane(user, info)
         self.lanes.acquire(lane)  # a counter, not a context manager: this runs for every request
