@@ -133,6 +133,15 @@ def too_large(message: str = "the request body is too large") -> StatusError:
     return StatusError(413, "RequestEntityTooLarge", message)
 
 
+class Unauthorized(StatusError):
+    """401 in Kubernetes' words. Raise the class, which makes a new instance each time: one shared instance
+    raised again keeps every earlier raise's traceback (and so each refused request's frames and body) chained
+    to its own."""
+
+    def __init__(self) -> None:
+        super().__init__(401, "Unauthorized", "Unauthorized")
+
+
 def forbidden(message: str, plural: str = "", group: str = "", name: str = "") -> StatusError:
     return StatusError(403, "Forbidden", message, _details(name, group, plural))
 

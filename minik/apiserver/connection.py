@@ -166,7 +166,8 @@ class HttpConnection(asyncio.Protocol):
         self.listener = listener
         self.api = listener.api
         self.transport: asyncio.Transport | None = None
-        self.parser = httptools.HttpRequestParser(self)
+        #: made when the connection is, dropped when it is lost or handed over (see ``connection_lost``)
+        self.parser: httptools.HttpRequestParser | None = None
         self.remote: str | None = None
         self.queue: deque[_Request] = deque()
         self.current: _Request | None = None
@@ -194,9 +195,15 @@ class HttpConnection(asyncio.Protocol):
         if self.listener._closing:
             transport.close()
             return
+        self.parser = httptools.HttpRequestParser(self)
         self.listener.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        # the parser holds this protocol's callbacks, so the two make a reference cycle that would keep the
+        # connection and its transport (for TLS: the SSL object, its buffers, some 40 KB) alive until a cyclic
+        # collection; minik's collector settings make those rare and freeze what survives them
+        # (minik.collector), so a closed connection must be freed by reference counting alone
+        self.parser = None
         self.listener.connections.discard(self)
         self.closing = True
         self.queue.clear()
@@ -217,10 +224,11 @@ class HttpConnection(asyncio.Protocol):
             self.writable.set_result(None)
 
     def data_received(self, data: bytes) -> None:
-        if self.discarding:
+        parser = self.parser
+        if self.discarding or parser is None:
             return
         try:
-            self.parser.feed_data(data)
+            parser.feed_data(data)
         except httptools.HttpParserUpgrade as upgrade:
             self._hand_over(data[upgrade.args[0]:] if upgrade.args else b"")
             return
@@ -267,6 +275,7 @@ class HttpConnection(asyncio.Protocol):
         current = self.current
         assert current is not None
         parser = self.parser
+        assert parser is not None  # called by it
         current.method = parser.get_method().decode("ascii", "replace")
         current.keep_alive = parser.should_keep_alive()
         current.upgrade = parser.should_upgrade()
@@ -419,6 +428,7 @@ class HttpConnection(asyncio.Protocol):
         head += [b"%s: %s\r\n" % (name.encode("latin-1"), value.encode("latin-1")) for name, value in request.headers]
         head.append(b"\r\n")
         self.listener.connections.discard(self)
+        self.parser = None  # the connection is aiohttp's from here: nothing of this protocol may keep it
         handler = self.listener.fallback()
         transport.set_protocol(handler)
         handler.connection_made(transport)

@@ -16,7 +16,7 @@ import orjson
 import structlog
 
 from minik.api.errors import (PATCH_MEDIA_TYPES, StatusError, bad_request, internal, not_found,
-                              unsupported_media_type)
+                              Unauthorized, unsupported_media_type)
 from minik.api.params import parse_int64
 from minik.api.registry import Registry, ResourceType
 from minik.apiserver import codec, discovery, scale, tables, warnings
@@ -48,7 +48,8 @@ SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 SYSTEM_USER = User("system:apiserver", ("system:masters",))
 #: the group of requests that carry no credentials (authenticated as system:anonymous)
 ANONYMOUS_GROUP = "system:unauthenticated"
-UNAUTHORIZED = StatusError(401, "Unauthorized", "Unauthorized")
+#: raised as ``raise UNAUTHORIZED``: a class, so each refusal is a new error (see ``Unauthorized``)
+UNAUTHORIZED = Unauthorized
 
 #: a handler for a path outside the resource API (the node join): the request and its authenticated user
 Extension = Callable[[ApiRequest, User], Awaitable[ApiResponse]]

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from minik.apiserver.request import User
 from minik.security.authn import AUTHENTICATED, StaticTokens
 from minik.security.authz import MASTERS
-from minik.security import pkicache
+from minik.security import pkicache, tls
 from minik.security.files import write_private
 from minik.security.kubelet import APISERVER_CLIENT, APISERVER_CLIENT_CN, PKI_LOCK
 
@@ -156,12 +156,9 @@ class ClusterCredentials:
         return self._client(ADMIN_CLIENT, ADMIN.name)
 
     def server_ssl_context(self) -> ssl.SSLContext:
-        """TLS 1.2+ with the serving certificate; client certificates are not asked for (bearer tokens are the
-        credentials)."""
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.minimum_version = ssl.TLSVersion.TLSv1_2
-        context.load_cert_chain(str(self.serving[0]), str(self.serving[1]))
-        return context
+        """The serving certificate under minik's TLS policy (``minik.security.tls``); client certificates are not
+        asked for (bearer tokens are the credentials)."""
+        return tls.server_context(*self.serving)
 
 
 def client_ssl_context(ca_pem: bytes) -> ssl.SSLContext:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from minik.security import tls
 from minik.security.tokens import NODE_USER_PREFIX, NODES
 
 if TYPE_CHECKING:  # imported where used: the ca module imports cryptography, which the endpoint's checks need not
@@ -49,13 +50,9 @@ def issue_serving_certificate(ca: CertificateAuthority, node: str, addresses: tu
 
 
 def serving_context(cert: Path, key: Path, ca_pem: bytes) -> ssl.SSLContext:
-    """The kubelet's server context: its serving certificate; client certificates signed by the cluster CA
-    required."""
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cadata=ca_pem.decode())
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.verify_mode = ssl.CERT_REQUIRED
-    context.load_cert_chain(str(cert), str(key))
-    return context
+    """The kubelet's server context: its serving certificate under minik's TLS policy (``minik.security.tls``);
+    client certificates signed by the cluster CA required."""
+    return tls.server_context(cert, key, client_ca_pem=ca_pem)
 
 
 def client_context(ca_pem: bytes, cert: Path, key: Path) -> ssl.SSLContext:

@@ -4,6 +4,7 @@ works, anonymous may read only the cluster-info the joins need, and in-process c
 from __future__ import annotations
 
 import base64
+import gc
 import stat
 
 import pytest
@@ -33,6 +34,22 @@ async def test_a_wrong_or_malformed_token_is_401(secure: Cluster) -> None:
                   "abcdef.0123456789abcdef", "abcdef.0123456789abcdef0123456789abcdef"):
         status, body, _ = await raw(secure, "GET", "/api/v1/namespaces", token)
         assert (status, body["reason"]) == (401, "Unauthorized"), token
+
+
+async def test_requests_refused_as_unauthorized_are_not_kept_alive(secure: Cluster) -> None:
+    """Raising one shared error again chained every raise's traceback to it, and with them each refused request
+    (its headers and body) for as long as the server ran."""
+    from minik.apiserver.request import ApiRequest
+
+    def requests_alive() -> int:
+        gc.collect()
+        return sum(1 for o in gc.get_objects() if type(o) is ApiRequest)
+
+    before = requests_alive()
+    for _ in range(20):
+        status, _, _ = await raw(secure, "POST", "/api/v1/namespaces/default/configmaps", data=b"x" * 100_000)
+        assert status == 401
+    assert requests_alive() - before < 5
 
 
 async def test_the_admin_token_reads_and_writes(secure: Cluster) -> None:

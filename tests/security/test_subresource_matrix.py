@@ -67,7 +67,7 @@ EXPECTED: dict[str, set[tuple[str, str]]] = {
 
 @pytest.fixture
 async def node(tmp_path: Path) -> AsyncIterator[DockerNode]:
-    async with docker_cluster(tmp_path / "cluster", insecure_loopback=False) as node:
+    async with docker_cluster(tmp_path / "cluster") as node:
         await node.client.create("pods", pod_manifest("target", node=NODE, containers=[
             busybox("app", "echo the secret is in the env; exec sleep 3600", env=[{"name": "PASSWORD",
                                                                                   "value": "hunter2"}])]))
