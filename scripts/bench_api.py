@@ -4,7 +4,9 @@
 1. minik pod creates/s (HTTP, 32 connections, sync FULL)  vs  etcd 3.4 puts/s (HTTP/JSON gateway, 1 KiB values);
    the pods share one spec, as a ReplicaSet's do; a second run gives each pod a spec of its own; a third, on a
    server of its own, creates them beside 100 watches selecting pods by spec.nodeName (as kubelets watch),
-   against the same server's creates/s without those watches
+   against the same server's creates/s without those watches; a fourth is made by a service account that RBAC
+   authorizes (a RoleBinding to `edit`, its token from the TokenRequest API) on a server that stores 1,000 other
+   RoleBindings, against the same account's creates on a server without them
 2. minik pod gets/s (32 connections)                      vs  a bare aiohttp hello-world app's requests/s
 3. watch delivery latency p50/p99: 100 watchers (a separate process, each a bare asyncio protocol reading the
    chunked body) while a paced writer (bare keep-alive connections, like the watchers) makes 1,000 configmap
@@ -45,6 +47,8 @@ import benchlib
 ROOT = Path(__file__).resolve().parent.parent
 CONNECTIONS = 32
 WATCHERS = 100
+#: the RoleBindings of other users stored beside the one that authorizes the RBAC row's creates
+RBAC_BINDINGS = 1000
 WRITE_RATE = 1000
 #: the 1 KiB value of every etcd put
 ETCD_VALUE = base64.b64encode(os.urandom(1024)).decode()
@@ -802,6 +806,53 @@ def bench_node_watches(tmp: Path, duration: float, threads: int) -> dict[str, An
             "without_slices": without}
 
 
+def rbac_account(server: Minik, extra_bindings: int) -> Minik:
+    """The benchmark's non-admin writer on ``server``: a service account ``bench`` in default bound to ``edit`` by a
+    RoleBinding, with ``extra_bindings`` more RoleBindings in the same namespace (each of another user), and its
+    token from the TokenRequest API (what a pod's client would send)."""
+    def call(method: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        status, text = http(method, server.url + path, json.dumps(body).encode(), token=server.token)
+        if status not in (200, 201):
+            raise BenchError(f"{method} {path}: {status} {text[:300]!r}")
+        return dict(json.loads(text))
+
+    def binding(name: str, subject: dict[str, str]) -> dict[str, Any]:
+        return {"metadata": {"name": name, "labels": {"bench": "rbac"}},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+                "subjects": [subject]}
+
+    bindings = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings"
+    call("POST", "/api/v1/namespaces/default/serviceaccounts", {"metadata": {"name": "bench"}})
+    call("POST", bindings, binding("bench", {"kind": "ServiceAccount", "name": "bench", "namespace": "default"}))
+    for i in range(extra_bindings):
+        call("POST", bindings, binding(f"other-{i}", {"kind": "User", "name": f"user-{i}",
+                                                      "apiGroup": "rbac.authorization.k8s.io"}))
+    answer = call("POST", "/api/v1/namespaces/default/serviceaccounts/bench/token",
+                  {"spec": {"expirationSeconds": 86400}})
+    return Minik(server.url, answer["status"]["token"])
+
+
+def bench_rbac(tmp: Path, duration: float, threads: int, rounds: int) -> dict[str, Any]:
+    """Pod creates/s by a service account that RBAC authorizes, on a server with RBAC_BINDINGS other RoleBindings,
+    against the same account's creates on a server without them, in interleaved rounds (the servers started
+    once, the same way)."""
+    seconds = max(MIN_SLICE_SECONDS, duration / rounds)
+    with minik(tmp, "rbac-none") as plain, minik(tmp, "rbac-many") as busy:
+        writers = {"without": rbac_account(plain, 0), "with": rbac_account(busy, RBAC_BINDINGS)}
+        for writer in writers.values():
+            status, body = http("POST", writer.url + "/api/v1/namespaces/default/pods", POD_BODY, token=writer.token)
+            if status != 201:
+                raise BenchError(f"a create by the bound service account: {status} {body[:500]!r}")
+        results: dict[str, list[dict[str, Any]]] = {name: [] for name in writers}
+        for round_ in range(rounds):
+            for name, writer in writers.items():
+                results[name].append(pod_creates(writer, tmp, seconds, threads, False))
+                print(f"    round {round_ + 1}/{rounds} RBAC creates {name} {RBAC_BINDINGS:,} bindings: "
+                      f"{describe(results[name][-1])}", file=sys.stderr, flush=True)
+    during, without = combine(results["with"]), combine(results["without"])
+    return {**during, "without_per_second": without["ok_per_second"], "without": without}
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # the run
 
@@ -868,6 +919,7 @@ def main() -> int:
         del details["etcd puts and minik pod creates"]
         step("aiohttp hello", bench_hello, duration, threads, tmp)
         step("minik pod creates beside node watches", bench_node_watches, tmp, duration, threads)
+        step("minik pod creates authorized by RBAC", bench_rbac, tmp, duration, threads, args.rounds)
         try:
             with minik(tmp, "gets-watch") as server:
                 step("minik pod gets", bench_gets, server, tmp, duration, threads)
@@ -891,6 +943,9 @@ def main() -> int:
     p50, p99 = watch.get("p50_ms"), watch.get("p99_ms")
     nodes = details["minik pod creates beside node watches"]
     nodes_rate, nodes_anchor = nodes.get("ok_per_second"), nodes.get("without_per_second")
+    rbac = details["minik pod creates authorized by RBAC"]
+    rbac_rate, rbac_anchor = rbac.get("ok_per_second"), rbac.get("without_per_second")
+    r_rbac = ratio(rbac_rate, rbac_anchor)
     rows = [
         {"figure": "minik pod creates/s (HTTP, 32 conns, sync FULL)", "value": create_rate,
          "anchor": "etcd 3.4 puts/s (HTTP gateway, 1 KiB, 32 conns)", "anchor_value": etcd_rate,
@@ -901,6 +956,9 @@ def main() -> int:
         {"figure": "  the same, beside 100 watches by spec.nodeName", "value": nodes_rate,
          "anchor": "the same server without them", "anchor_value": nodes_anchor,
          "ratio": ratio(nodes_rate, nodes_anchor), "goal": None, "met": None},
+        {"figure": f"  the same, by a service account RBAC authorizes, {RBAC_BINDINGS:,} RoleBindings stored",
+         "value": rbac_rate, "anchor": "the same account's creates without them", "anchor_value": rbac_anchor,
+         "ratio": r_rbac, "goal": "ratio >= 0.95", "met": None if r_rbac is None else r_rbac >= 0.95},
         {"figure": "minik pod gets/s (one pod, 32 conns)", "value": get_rate,
          "anchor": "aiohttp hello-world req/s (32 conns)", "anchor_value": hello_rate,
          "ratio": r_get, "goal": None, "met": None},
@@ -955,8 +1013,12 @@ def main() -> int:
         pairs = zip(*per_round)
         notes.append("per round (etcd puts/s, creates/s, distinct creates/s: ratios): " + "; ".join(
             f"{e:,}, {c:,}, {d:,}: {c / e:.2f}, {d / e:.2f}" for e, c, d in pairs))
+    if rbac_rate is not None and etcd_rate:
+        notes.append(f"RBAC creates against etcd puts: {rbac_rate / etcd_rate:.2f}x (without the bindings "
+                     f"{fmt(ratio(rbac_anchor, etcd_rate), 2)}x)")
     for name in ("etcd puts", "minik pod creates", "minik distinct pod creates",
-                 "minik pod creates beside node watches", "aiohttp hello", "minik pod gets", "minik watch"):
+                 "minik pod creates beside node watches", "minik pod creates authorized by RBAC", "aiohttp hello",
+                 "minik pod gets", "minik watch"):
         d = details[name]
         if "error" in d:
             notes.append(f"{name}: FAILED: {d['error']}")
