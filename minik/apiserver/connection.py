@@ -35,6 +35,7 @@ from minik.aio import stop_task
 from minik.api.errors import StatusError
 from minik.apiserver.codec import MAX_BODY_BYTES
 from minik.apiserver.request import ApiRequest, ApiResponse
+from minik.apiserver.x509 import user_from_peercert
 
 if TYPE_CHECKING:
     from minik.apiserver.limits import Limits
@@ -192,6 +193,7 @@ class HttpConnection(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
         peer = transport.get_extra_info("peername")
         self.remote = peer[0] if isinstance(peer, tuple) and peer else None
+        self.certificate_user = user_from_peercert(transport.get_extra_info("peercert"))  # once per connection
         if self.listener._closing:
             transport.close()
             return
@@ -342,7 +344,8 @@ class HttpConnection(asyncio.Protocol):
         if query_string:
             query = MultiDict(parse_qsl(query_string.decode("utf-8", "replace"), keep_blank_values=True))
         body = request.body[0] if len(request.body) == 1 else b"".join(request.body)
-        api_request = ApiRequest(request.method, text, query, CIMultiDict(request.headers), body, self.remote)
+        api_request = ApiRequest(request.method, text, query, CIMultiDict(request.headers), body, self.remote,
+                                 self.certificate_user)
         try:
             response = await self.api.handle(api_request)
         except Exception:  # handle answers every error with a Status; this is only a last guard

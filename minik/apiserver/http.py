@@ -18,6 +18,7 @@ from minik.api.errors import StatusError
 from minik.apiserver.codec import MAX_BODY_BYTES
 from minik.apiserver.connection import chunk_writer
 from minik.apiserver.request import ApiRequest, ApiResponse
+from minik.apiserver.x509 import user_from_peercert
 
 if TYPE_CHECKING:
     from minik.apiserver.server import ApiServer
@@ -162,8 +163,9 @@ def build_server(api: "ApiServer") -> web.Server:
         if body is None:
             return refused_body()
         query = request.query if request.query_string else _NO_QUERY
+        peercert = request.transport.get_extra_info("peercert") if request.transport is not None else None
         result = await api.handle(ApiRequest(request.method, request.path, query, request.headers, body,
-                                             request.remote))
+                                             request.remote, user_from_peercert(peercert)))
         if result.upgrade is not None:  # exec: the WebSocket relayed to the node's kubelet
             return await result.upgrade(request)  # type: ignore[no-any-return]
         if result.stream is None:

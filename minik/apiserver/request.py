@@ -31,6 +31,8 @@ class ApiRequest:
     headers: Mapping[str, str] = field(default_factory=dict)
     body: bytes = b""
     remote: str | None = None
+    #: the identity of the client certificate the connection's TLS handshake verified, if any
+    certificate_user: User | None = None
 
 
 @dataclass

@@ -1,9 +1,12 @@
-"""Authentication by bearer token (``Authorization: Bearer TOKEN``), as kube-apiserver's token authenticators.
+"""Authentication by client certificate or bearer token (``Authorization: Bearer TOKEN``), as kube-apiserver's
+x509 and token authenticators.
 
-In order: the static tokens the cluster was started with (the admin's, and one per in-process component, kept
-in memory), bootstrap tokens (Secrets ``bootstrap-token-ID``), node credentials (Secrets
-``node-credential-ID``), service account tokens (JWTs the cluster signed: minik.security.serviceaccounts). Every secret is compared with ``hmac.compare_digest``, so the time a comparison takes
-says nothing about how much of a guess was right; the token id, which is public, only picks the Secret.
+A client certificate the cluster CA signed (the TLS handshake verified it; minik.apiserver.x509) is the user it
+names. Otherwise, in order: the static tokens the cluster was started with (the admin's, and one per in-process
+component, kept in memory), bootstrap tokens (Secrets ``bootstrap-token-ID``), node credentials (Secrets
+``node-credential-ID``), service account tokens (JWTs the cluster signed: minik.security.serviceaccounts). Every
+secret is compared with ``hmac.compare_digest``, so the time a comparison takes says nothing about how much of a
+guess was right; the token id, which is public, only picks the Secret.
 
 No Authorization header: the anonymous user (only what ``authz`` lets anonymous do; the server answers 401 for
 everything else). A header with a token that matches nothing, an expired or revoked token: None (401).
@@ -82,6 +85,8 @@ class TokenAuthenticator:
         self.audiences: tuple[str, ...] = service_accounts.issuer.audiences if service_accounts else ()
 
     async def authenticate(self, request: ApiRequest) -> User | None:
+        if request.certificate_user is not None:  # a verified client certificate comes first, as in Kubernetes
+            return request.certificate_user
         token = bearer_token(request.headers)
         if token is None:
             return ANONYMOUS

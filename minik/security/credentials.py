@@ -156,9 +156,10 @@ class ClusterCredentials:
         return self._client(ADMIN_CLIENT, ADMIN.name)
 
     def server_ssl_context(self) -> ssl.SSLContext:
-        """The serving certificate under minik's TLS policy (``minik.security.tls``); client certificates are not
-        asked for (bearer tokens are the credentials)."""
-        return tls.server_context(*self.serving)
+        """The serving certificate under minik's TLS policy (``minik.security.tls``); a client may present a
+        certificate the cluster CA signed (its user and groups: minik.security.x509authn) or send a bearer
+        token."""
+        return tls.server_context(*self.serving, self.ca_pem, require_client_cert=False)
 
 
 def client_ssl_context(ca_pem: bytes) -> ssl.SSLContext:

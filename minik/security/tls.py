@@ -22,15 +22,17 @@ TLS12_SUITES = (
 )
 
 
-def server_context(cert: Path, key: Path, client_ca_pem: bytes | None = None) -> ssl.SSLContext:
-    """A server context serving ``cert`` under minik's TLS policy. With ``client_ca_pem``, every client must
-    present a certificate that CA signed (the kubelet's endpoint); without, none is asked for (the API server,
-    whose clients send bearer tokens)."""
+def server_context(cert: Path, key: Path, client_ca_pem: bytes | None = None, *,
+                   require_client_cert: bool = True) -> ssl.SSLContext:
+    """A server context serving ``cert`` under minik's TLS policy. With ``client_ca_pem``, clients present a
+    certificate that CA signed: every client (the kubelet's endpoint), or those who have one when
+    ``require_client_cert`` is False (the API server, whose clients send a bearer token or a client
+    certificate)."""
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH,
                                          cadata=client_ca_pem.decode() if client_ca_pem is not None else None)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.set_ciphers(":".join(TLS12_SUITES))  # TLS 1.2 and below; TLS 1.3 suites are all AEAD already
     if client_ca_pem is not None:
-        context.verify_mode = ssl.CERT_REQUIRED
+        context.verify_mode = ssl.CERT_REQUIRED if require_client_cert else ssl.CERT_OPTIONAL
     context.load_cert_chain(str(cert), str(key))
     return context

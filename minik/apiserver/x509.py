@@ -1,6 +1,7 @@
 """Authentication by client certificate, as kube-apiserver's x509 authenticator: a certificate the cluster CA
-signed (the TLS handshake has verified it) names the user in its subject's common name and the user's groups in
-its organizations. ``minik kubeconfig --user NAME --group GROUP`` issues such certificates to people, so that
+signed (the TLS handshake has verified it: the API server asks for one, optionally) names the user in its
+subject's common name and the user's groups in its organizations. The transports read it once per connection
+and hand it on with each request (``ApiRequest.certificate_user``). ``minik kubeconfig --user NAME --group GROUP`` issues such certificates to people, so that
 nobody needs a token kept in a Secret; the API server's and admins' certificates carry ``system:masters``.
 """
 
