@@ -40,16 +40,27 @@ def _merged_map(existing: Any, wanted: dict[str, str]) -> dict[str, str]:
     return current
 
 
-def reconciled_role(existing: Obj, wanted: Obj) -> Obj | None:
-    """``existing`` with what ``wanted`` has and it lacks, or None when nothing is missing (or autoupdate is
-    off)."""
+def autoupdated(existing: Obj) -> bool:
+    """Whether reconciliation may add to ``existing`` (unless an admin annotated it autoupdate "false")."""
+    return ((existing.get("metadata") or {}).get("annotations") or {}).get(policy.AUTOUPDATE) != "false"
+
+
+def _completed_metadata(existing: Obj, wanted: Obj) -> Obj:
+    """A copy of ``existing`` with the labels and annotations of ``wanted`` it lacks."""
     meta = existing.get("metadata") or {}
-    if (meta.get("annotations") or {}).get(policy.AUTOUPDATE) == "false":
-        return None
     result = copy.deepcopy(existing)
     out_meta = result.setdefault("metadata", {})
     out_meta["labels"] = _merged_map(meta.get("labels"), wanted["metadata"]["labels"])
     out_meta["annotations"] = _merged_map(meta.get("annotations"), wanted["metadata"]["annotations"])
+    return result
+
+
+def reconciled_role(existing: Obj, wanted: Obj) -> Obj | None:
+    """``existing`` with what ``wanted`` has and it lacks, or None when nothing is missing (or autoupdate is
+    off)."""
+    if not autoupdated(existing):
+        return None
+    result = _completed_metadata(existing, wanted)
     aggregation = wanted.get("aggregationRule")
     if aggregation is not None:
         current = result.get("aggregationRule") if isinstance(result.get("aggregationRule"), dict) else {}
@@ -66,13 +77,9 @@ def reconciled_role(existing: Obj, wanted: Obj) -> Obj | None:
 
 def reconciled_binding(existing: Obj, wanted: Obj) -> Obj | None:
     """``existing`` with the subjects, labels and annotations of ``wanted`` it lacks, or None."""
-    meta = existing.get("metadata") or {}
-    if (meta.get("annotations") or {}).get(policy.AUTOUPDATE) == "false":
+    if not autoupdated(existing):
         return None
-    result = copy.deepcopy(existing)
-    out_meta = result.setdefault("metadata", {})
-    out_meta["labels"] = _merged_map(meta.get("labels"), wanted["metadata"]["labels"])
-    out_meta["annotations"] = _merged_map(meta.get("annotations"), wanted["metadata"]["annotations"])
+    result = _completed_metadata(existing, wanted)
     subjects = list(result.get("subjects") or [])
     subjects += [s for s in wanted["subjects"] if s not in subjects]
     if subjects:
@@ -109,7 +116,7 @@ async def reconcile(registry: Registry, rest_for: Callable[[Any], ResourceRest],
             continue
         existing = record.object()
         if "roleRef" in wanted and existing.get("roleRef") != wanted["roleRef"]:
-            if (existing["metadata"].get("annotations") or {}).get(policy.AUTOUPDATE) != "false":
+            if autoupdated(existing):
                 writes.append(_replace(rest, wanted, namespace, name, user))
             continue
         updated = reconciled(existing, wanted)
