@@ -46,7 +46,8 @@ async def _run(session: Session, workers: int, only: tuple[str, ...], grace: flo
 @click.option("--controller", "only", multiple=True, metavar="NAME",
               help="Run only this controller (repeatable): replicaset, replicationcontroller, deployment, daemonset, "
                    "job, cronjob, ttl-after-finished, garbage-collector, namespace, node-lifecycle, taint-eviction, "
-                   "event-ttl, pod-garbage-collector, tokencleaner.")
+                   "event-ttl, pod-garbage-collector, tokencleaner, endpoints, serviceaccount, "
+                   "clusterrole-aggregation.")
 @click.option("--node-monitor-grace-period", "grace", default=50.0, show_default=True,
               type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
               help="How long a node may go without a heartbeat before it is Ready=Unknown and tainted.")
