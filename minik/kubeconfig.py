@@ -91,7 +91,7 @@ def merge(path: Path, cluster: Config) -> bool:
     """Merge the entries of ``cluster`` (a config from ``for_cluster``) into the kubeconfig at ``path``, replacing
     entries of the same names and keeping every other one. The context becomes current only if none is set.
     Returns whether it was made current."""
-    config = read(path) if path.exists() else {"apiVersion": "v1", "kind": "Config", "preferences": {}}
+    config: Config = read(path) if path.exists() else {"apiVersion": "v1", "kind": "Config", "preferences": {}}
     for section in ("clusters", "users", "contexts"):
         for entry in cluster[section]:
             config[section] = _upsert(config.get(section), entry)

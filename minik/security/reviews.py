@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from minik.api.errors import Cause, StatusError, bad_request, invalid
+from minik.api.kinds.common import dict_at
 from minik.apiserver import codec
 from minik.apiserver.authorization import AuthorizerChain, AuthzAttributes, Decision
 from minik.apiserver.request import ApiRequest, ApiResponse, User
@@ -78,7 +79,7 @@ class Reviews:
         body = codec.decode_object(request.body, request.headers.get("Content-Type"))
         if body.get("kind") not in (None, kind):
             raise bad_request(f"expected a {kind}, not {body.get('kind')}")
-        spec = body.get("spec") if isinstance(body.get("spec"), dict) else {}
+        spec = dict_at(body, "spec")
         if plural == "tokenreviews":
             status = await self._token(spec)
         elif plural == "selfsubjectreviews":
@@ -88,7 +89,7 @@ class Reviews:
         else:
             subject = user if plural == "selfsubjectaccessreviews" else self._subject(kind, spec)
             status = await self._access(kind, subject, spec, info.namespace)
-        meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+        meta = dict_at(body, "metadata")
         answer = {"kind": kind, "apiVersion": f"{group}/v1", "metadata": {**meta, "creationTimestamp": None},
                   "spec": spec, "status": status}
         return ApiResponse(201, orjson.dumps(answer))
@@ -116,18 +117,19 @@ class Reviews:
             raise invalid(kind, AUTHORIZATION, "", [Cause("spec.user", "FieldValueInvalid",
                                                           'Invalid value: "": at least one of user or group must '
                                                           "be specified")])
-        extra = spec.get("extra") if isinstance(spec.get("extra"), dict) else {}
+        extra = dict_at(spec, "extra")
         return User(str(name or ""), groups, str(spec.get("uid") or ""),
                     tuple(sorted((str(k), _strings(v)) for k, v in extra.items())))
 
     async def _access(self, kind: str, subject: User, spec: Obj, namespace: str | None) -> Obj:
-        resource, non_resource = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
-        if (resource is None) == (non_resource is None) or not isinstance(resource or non_resource, dict):
+        given = [spec.get(k) for k in ("resourceAttributes", "nonResourceAttributes")]
+        if sum(v is not None for v in given) != 1 or not any(isinstance(v, dict) for v in given):
             raise invalid(kind, AUTHORIZATION, "", [Cause("spec.resourceAttributes", "FieldValueInvalid",
                                                           "Invalid value: exactly one of nonResourceAttributes or "
                                                           "resourceAttributes must be specified")])
+        resource, non_resource = dict_at(spec, "resourceAttributes"), dict_at(spec, "nonResourceAttributes")
         if kind == "LocalSubjectAccessReview":
-            if non_resource is not None:
+            if not resource:
                 raise invalid(kind, AUTHORIZATION, "", [Cause("spec.nonResourceAttributes", "FieldValueInvalid",
                                                               "Invalid value: disallowed on this kind of request")])
             if (resource.get("namespace") or "") != namespace:
@@ -135,7 +137,7 @@ class Reviews:
                                                               "FieldValueInvalid",
                                                               f'Invalid value: "{resource.get("namespace") or ""}": '
                                                               "must match metadata.namespace")])
-        if resource is not None:
+        if resource:
             attrs = AuthzAttributes(str(resource.get("verb") or ""), str(resource.get("group") or ""),
                                     str(resource.get("resource") or ""), str(resource.get("subresource") or ""),
                                     str(resource.get("namespace") or ""), str(resource.get("name") or ""))

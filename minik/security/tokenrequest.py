@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from minik.api.errors import Cause, StatusError, bad_request, conflict, invalid, not_found
+from minik.api.kinds.common import dict_at
 from minik.api.timestamps import now_rfc3339, rfc3339
 from minik.apiserver import codec
 from minik.apiserver.admission.base import ObjectReader
@@ -48,7 +49,7 @@ class TokenRequests:
         if body.get("kind") not in (None, "TokenRequest") or body.get("apiVersion") not in (None, API_VERSION):
             raise bad_request(f"expected a TokenRequest ({API_VERSION}), not {body.get('apiVersion')}/"
                               f"{body.get('kind')}")
-        spec = body.get("spec") if isinstance(body.get("spec"), dict) else {}
+        spec = dict_at(body, "spec")
         seconds, audiences, ref = self._validated(spec, name)
         account = self.reader.get("", "v1", "serviceaccounts", namespace, name)
         if account is None:
@@ -120,7 +121,7 @@ class TokenRequests:
             return None, BoundObject("Node", name, uid)
         node = None
         if kind == "Pod":
-            node_name = (obj.get("spec") or {}).get("nodeName")
+            node_name = str(dict_at(obj, "spec").get("nodeName") or "")
             node_obj = self.reader.get("", "v1", "nodes", None, node_name) if node_name else None
             if node_obj is not None:
                 node = BoundObject("Node", node_name, str(node_obj["metadata"].get("uid") or ""))

@@ -21,6 +21,7 @@ from typing import Any
 import structlog
 
 from minik.api.errors import StatusError
+from minik.api.kinds.common import dict_at, list_at
 from minik.api.kinds.rbac import aggregated_rules, aggregation_selectors
 from minik.api.registry import Registry
 from minik.apiserver.request import User
@@ -63,12 +64,12 @@ def reconciled_role(existing: Obj, wanted: Obj) -> Obj | None:
     result = _completed_metadata(existing, wanted)
     aggregation = wanted.get("aggregationRule")
     if aggregation is not None:
-        current = result.get("aggregationRule") if isinstance(result.get("aggregationRule"), dict) else {}
+        current = dict_at(result, "aggregationRule")
         selectors = list(current.get("clusterRoleSelectors") or [])
         selectors += [s for s in aggregation["clusterRoleSelectors"] if s not in selectors]
         result["aggregationRule"] = {**current, "clusterRoleSelectors": selectors}
     else:
-        rules = result.get("rules") if isinstance(result.get("rules"), list) else []
+        rules = list_at(result, "rules")
         have = compile_rules(rules)
         missing = [r for r in wanted["rules"] if uncovered(have, compile_rules([r]))]
         result["rules"] = rules + missing
