@@ -128,3 +128,16 @@ def test_bench_all_writes_the_document_of_its_run(bench_all: ModuleType, tmp_pat
     assert "| startup | requests/s | 1,500 | bare app requests/s: 3,000 | 0.50 | >= 0.4x | yes |" in text
     assert "| startup | p99 ms | 120 | - | - | <= 100 ms | **no** |" in text
     assert "`scripts/bench/all --quick`" in text and "commit abc1234" in text
+
+
+def test_the_headline_table_has_only_the_readmes_figures_with_the_runs_date_and_command(report: ModuleType) -> None:
+    text = report.headline(a_run())
+    assert text.startswith("Measured 2030-01-02T03:04:05Z on 2 CPUs by `scripts/bench/all --quick --json /tmp/run.json`"
+                           " (quick sizes):")
+    rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| bench")
+            and not line.startswith("| ---")]
+    assert [row.split(" | ")[0] for row in rows] == ["| startup", "| scheduler"]  # api's row here is a skip
+    assert rows[0].endswith("| **no** |") and rows[1].endswith("| yes |")
+    printed = subprocess.run([sys.executable, str(SCRIPTS / "bench" / "report"), "--headline", "/dev/stdin"],
+                             input=json.dumps(a_run()), capture_output=True, text=True, timeout=60)
+    assert printed.returncode == 0 and printed.stdout == text
