@@ -93,7 +93,7 @@ def test_the_table_formats_figures_escapes_pipes_and_marks_goals_not_met(report:
 
 def test_each_benchmarks_command_is_shown_as_typed_without_its_temporary_json(report: ModuleType) -> None:
     text = report.render(a_run())
-    assert "| startup | `scripts/bench_startup.py --runs 3` | 4.20 | ok |" in text
+    assert "| startup | `scripts/bench_startup.py --runs 3` | 4 | ok |" in text
     assert "| api | - | - | skipped: needs etcd |" in text
     assert "/tmp/x.json" not in text and "/somewhere" not in text
 
