@@ -14,7 +14,8 @@ from minik.apiserver.admission.priority import Priority
 from minik.apiserver.admission.service_account import ServiceAccount
 
 
-def default_plugins(reader: ObjectReader) -> list[AdmissionPlugin]:
-    """The chain in Kubernetes' order (defaulting runs in the kind's strategy before it)."""
+def default_plugins(reader: ObjectReader, mount_service_account_tokens: bool = True) -> list[AdmissionPlugin]:
+    """The chain in Kubernetes' order (defaulting runs in the kind's strategy before it). Without
+    ``mount_service_account_tokens`` (a cluster with no CA to publish), pods get no token volume."""
     return [NamespaceLifecycle(reader), NodeRestriction(), Priority(reader), DefaultTolerationSeconds(),
-            ServiceAccount(), PodSecurity(reader)]
+            ServiceAccount(reader, mount_service_account_tokens), PodSecurity(reader)]
