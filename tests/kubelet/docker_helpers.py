@@ -24,6 +24,10 @@ from minik.security.credentials import client_ssl_context
 
 NODE = "docker-node"
 BUSYBOX = "busybox:latest"
+#: the controllers a cluster with a CA needs for its pods to start: every pod mounts the CA from the
+#: kube-root-ca.crt ConfigMap, which this controller publishes (``controllers=ROOT_CA_ONLY``, and "controllers"
+#: left out of ``disabled``)
+ROOT_CA_ONLY = {"enabled": ["root-ca-cert-publisher"]}
 
 
 def busybox(name: str, script: str, **extra: object) -> dict:

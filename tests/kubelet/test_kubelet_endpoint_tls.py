@@ -13,7 +13,7 @@ import pytest
 from minik.api.errors import StatusError
 from minik.cluster import Cluster
 from minik.security import kubelet
-from tests.kubelet.docker_helpers import NODE, busybox, docker_cluster
+from tests.kubelet.docker_helpers import NODE, ROOT_CA_ONLY, busybox, docker_cluster
 from tests.kubelet.helpers import phase, pod_manifest, wait_for_pod
 
 
@@ -39,7 +39,8 @@ def client_certificate(cluster: Cluster, tmp_path: Path, user: str, groups: tupl
 
 
 async def test_only_the_api_server_and_admins_reach_the_kubelet_over_tls(tmp_path: Path) -> None:
-    async with docker_cluster(tmp_path / "c", insecure_loopback=False) as node:
+    async with docker_cluster(tmp_path / "c", insecure_loopback=False, disabled=frozenset({"scheduler", "proxy"}),
+                              controllers=ROOT_CA_ONLY) as node:
         cluster, client = node.cluster, node.client
         creds = cluster.credentials
         assert creds is not None
