@@ -183,7 +183,7 @@ class TokenManager:
                 await self._renew_due(uid)
                 continue
             # sleep until the next token is due, or until a token is written (which may be due sooner)
-            waits = [asyncio.ensure_future(changed.wait())]
+            waits: list[asyncio.Future[Any]] = [asyncio.ensure_future(changed.wait())]
             if wait is not None:
                 waits.append(asyncio.ensure_future(self.sleep(wait)))
             try:

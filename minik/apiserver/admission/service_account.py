@@ -73,7 +73,8 @@ def should_automount(account: Obj, spec: Obj) -> bool:
 def mount_token(spec: Obj) -> None:
     """Mount the token volume at MOUNT_PATH in every container and init container that mounts nothing there, and
     add the volume if one of them needs it and the pod has none yet."""
-    volumes = spec.get("volumes") if isinstance(spec.get("volumes"), list) else []
+    given = spec.get("volumes")
+    volumes: list[Any] = given if isinstance(given, list) else []
     existing = next((str(v["name"]) for v in volumes if isinstance(v, dict) and
                      str(v.get("name") or "").startswith(VOLUME_PREFIX)), None)
     name = existing or generate_name(VOLUME_PREFIX)
@@ -82,8 +83,8 @@ def mount_token(spec: Obj) -> None:
         for container in spec.get(list_name) or []:
             if not isinstance(container, dict):
                 continue
-            mounts = container.get("volumeMounts")
-            mounts = mounts if isinstance(mounts, list) else []
+            found = container.get("volumeMounts")
+            mounts: list[Any] = found if isinstance(found, list) else []
             if any(isinstance(m, dict) and m.get("mountPath") == MOUNT_PATH for m in mounts):
                 continue
             container["volumeMounts"] = [*mounts, {"name": name, "readOnly": True, "mountPath": MOUNT_PATH}]
