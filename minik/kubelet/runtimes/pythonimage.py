@@ -108,8 +108,10 @@ def _stdlib_files(stdlib: Path) -> Iterator[Path]:
                 yield path
 
 
-def _package_files(dist: metadata.Distribution, site: Path) -> Iterator[tuple[Path, str]]:
-    """(host file, its path under site-packages) for the distribution's installed files that live there."""
+def _package_files(dist: metadata.Distribution) -> Iterator[tuple[Path, str]]:
+    """(host file, its path under site-packages) for the distribution's installed files that live in the
+    directory it was installed into."""
+    site = Path(str(dist.locate_file(""))).resolve()
     for entry in dist.files or []:
         path = Path(str(dist.locate_file(entry))).resolve()
         try:
@@ -164,7 +166,6 @@ def python_rootfs(out: Path) -> dict[str, int]:
     """Write the image's root file system as a tar to ``out``; what went in (files per part)."""
     dists = distributions()
     stdlib = Path(sysconfig.get_paths()["stdlib"])
-    site = Path(sysconfig.get_paths()["purelib"]).resolve()
     interpreter = Path(os.path.realpath(sys.executable))
     version = f"python{sys.version_info.major}.{sys.version_info.minor}"
     lib = f"{PREFIX}/lib/{version}"
@@ -183,7 +184,7 @@ def python_rootfs(out: Path) -> dict[str, int]:
             if path.suffix == ".so":
                 extensions.append(path)
         for dist in dists:
-            for path, relative in _package_files(dist, site):
+            for path, relative in _package_files(dist):
                 root.copy(f"{lib}/site-packages/{relative}", stripped(path) if ".so" in path.suffixes else path)
                 counts["site-packages"] += 1
                 if ".so" in path.suffixes:
