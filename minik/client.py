@@ -679,6 +679,13 @@ class Client:
         path = self.path("pods", namespace, pod, "exec")
         return await websocket(path, query, protocols)  # type: ignore[no-any-return]
 
+    async def create_token(self, service_account: str, namespace: str, spec: Mapping[str, Any] | None = None) -> Obj:
+        """Ask the TokenRequest API (serviceaccounts/NAME/token) for a token of the service account; ``spec`` may
+        hold audiences, expirationSeconds and a boundObjectRef. The answer's ``status`` has the token and its
+        expirationTimestamp."""
+        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": dict(spec or {})}
+        return await self._call("POST", self.path("serviceaccounts", namespace, service_account, "token"), None, body)
+
     async def bind(self, pod: str, node: str, namespace: str, *, uid: str | None = None) -> Obj:
         """Bind a pod to a node (the scheduler's write): POST a Binding to pods/NAME/binding.
         ``uid`` makes the bind fail unless the pod is still the one the caller saw."""

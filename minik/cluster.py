@@ -8,6 +8,7 @@ is on disk.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import ipaddress
 import ssl
 import sys
@@ -407,13 +408,22 @@ class Cluster:
         api.extensions["/.well-known/openid-configuration"] = configuration
         api.extensions["/openid/v1/jwks"] = keys
 
+    def _component_settings(self) -> ClusterSettings:
+        """The settings components are built from: the cluster's, and what only a started cluster knows (its CA,
+        which the root CA publisher puts in every namespace)."""
+        if self.credentials is None or "root_ca" in self.settings.controllers:
+            return self.settings
+        return dataclasses.replace(self.settings, controllers={"root_ca": self.credentials.ca_pem,
+                                                               **self.settings.controllers})
+
     async def _start_components(self) -> None:
         """Start the enabled components in FACTORIES order, each with the in-process client."""
         assert self.api is not None
+        settings = self._component_settings()
         for name, factory in FACTORIES.items():
             if name in self.settings.disabled:
                 continue
-            component = factory(self.settings, self.in_process_client(self.component_user(name)),
+            component = factory(settings, self.in_process_client(self.component_user(name)),
                                 self.in_process_client)
             try:
                 await component.start()

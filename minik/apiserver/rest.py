@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import os
-import random
 import re
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Callable, Protocol
@@ -17,6 +16,7 @@ import orjson
 
 from minik.api.errors import (Cause, StatusError, already_exists, bad_request, conflict, invalid, not_found)
 from minik.api.kinds.pods import assign_pod
+from minik.api.names import generate_name
 from minik.api.registry import ResourceType
 from minik.api.timestamps import now_rfc3339
 from minik.apiserver.admission import Admission, Attributes
@@ -31,7 +31,6 @@ Obj = dict[str, Any]
 #: how often a patch or an unconditional update is retried when another writer got in between
 UPDATE_RETRIES = 16
 
-_GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _REVISION = re.compile(r"[0-9]+")
 _SERVER_OWNED = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink")
 
@@ -174,7 +173,7 @@ class ResourceRest:
         generate = meta.get("generateName")
         explicit = bool(meta.get("name"))
         if not explicit and isinstance(generate, str) and generate:
-            meta["name"] = generate + "".join(random.choices(_GENERATE_ALPHABET, k=5))
+            meta["name"] = generate_name(generate)
         self.strategy.prepare_for_create(obj)
         self.strategy.default(obj)
         attrs = Attributes("CREATE", self.resource, None, namespace, str(meta.get("name") or ""), obj, None, user,
@@ -204,7 +203,7 @@ class ResourceRest:
                 except KeyExists:
                     if explicit or not generate:
                         raise already_exists(self.resource.plural, self.resource.group, meta["name"]) from None
-                    meta["name"] = generate + "".join(random.choices(_GENERATE_ALPHABET, k=5))
+                    meta["name"] = generate_name(generate)
             raise StatusError(500, "ServerTimeout", f"could not generate a unique name from {generate!r}")
         finally:
             if finish is not None:

@@ -22,6 +22,7 @@ from minik.api.registry import Registry, ResourceType
 from minik.apiserver import codec, discovery, scale, tables, warnings
 from minik.apiserver.admission import AdmissionPlugin, Admission, Authenticator, ObjectReader, default_plugins
 from minik.apiserver.admission.priority import system_priority_classes
+from minik.apiserver.admission.service_account import DEFAULT_SERVICE_ACCOUNT
 from minik.apiserver.apply import Applier, FieldManager
 from minik.apiserver.authorization import Authorizer, AuthzAttributes, Decision
 from minik.apiserver.eviction import evict
@@ -144,17 +145,24 @@ class ApiServer:
         return {path: dumps_kept(doc) for path, doc in docs.items()}
 
     async def bootstrap(self) -> None:
-        """Create the namespaces and priority classes every cluster has, repair the Service allocations, then report
-        ready."""
+        """Create the namespaces every cluster has (each with its ``default`` service account), and the system
+        priority classes, repair the Service allocations, then report ready.
+
+        The service account controller makes ``default`` in every namespace; making it here too for the system
+        namespaces lets a cluster without controllers (`minik up --disable controllers`, most tests) run pods in
+        them, since the ServiceAccount admission plugin refuses a pod whose service account does not exist."""
         namespaces = self.rests[("", "v1", "namespaces")]
+        accounts = self.rests[("", "v1", "serviceaccounts")]
         admin = SYSTEM_USER
         for name in SYSTEM_NAMESPACES:
-            if self.store.get(namespaces.resource.key(None, name)) is None:
-                try:
-                    await namespaces.create({"metadata": {"name": name}}, None, admin)
-                except StatusError as exc:
-                    if exc.reason != "AlreadyExists":
-                        raise
+            for rest, namespace in ((namespaces, None), (accounts, name)):
+                obj_name = name if namespace is None else DEFAULT_SERVICE_ACCOUNT
+                if self.store.get(rest.resource.key(namespace, obj_name)) is None:
+                    try:
+                        await rest.create({"metadata": {"name": obj_name}}, namespace, admin)
+                    except StatusError as exc:
+                        if exc.reason != "AlreadyExists":
+                            raise
         classes = self.rests[("scheduling.k8s.io", "v1", "priorityclasses")]
         for pc in system_priority_classes():
             if self.store.get(classes.resource.key(None, pc["metadata"]["name"])) is None:

@@ -25,9 +25,11 @@ async def _run(session: Session, workers: int, only: tuple[str, ...], grace: flo
         loop.add_signal_handler(sig, stop.set)
     client = session.client()
     try:
+        # the root CA publisher publishes the CA this kubeconfig trusts the API server with
         settings = ControllerSettings(workers=workers, enabled=list(only) or None, host=socket.gethostname(),
                                       node_monitor_grace_period_seconds=grace, event_ttl_seconds=event_ttl,
-                                      terminated_pod_gc_threshold=terminated_threshold)
+                                      terminated_pod_gc_threshold=terminated_threshold,
+                                      root_ca=session.endpoint.ca_data)
         manager = ControllerManager(client, settings)
         await manager.start()
         click.echo(f"minik: controllers running against {session.endpoint.server} "
@@ -47,7 +49,7 @@ async def _run(session: Session, workers: int, only: tuple[str, ...], grace: flo
               help="Run only this controller (repeatable): replicaset, replicationcontroller, deployment, daemonset, "
                    "job, cronjob, ttl-after-finished, garbage-collector, namespace, node-lifecycle, taint-eviction, "
                    "event-ttl, pod-garbage-collector, tokencleaner, endpoints, serviceaccount, "
-                   "clusterrole-aggregation.")
+                   "clusterrole-aggregation, root-ca-cert-publisher.")
 @click.option("--node-monitor-grace-period", "grace", default=50.0, show_default=True,
               type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
               help="How long a node may go without a heartbeat before it is Ready=Unknown and tainted.")

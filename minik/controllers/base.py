@@ -96,18 +96,22 @@ class InformerFactory:
     def __init__(self, client: Client, resync_seconds: float = 0.0) -> None:
         self.client = client
         self.resync_seconds = resync_seconds
-        self._informers: dict[str, Informer] = {}
+        self._informers: dict[tuple[str, str | None], Informer] = {}
         self._started = False
 
-    def informer(self, resource: str, transform: Transform | None = None) -> Informer:
+    def informer(self, resource: str, transform: Transform | None = None,
+                 field_selector: str | None = None) -> Informer:
         """The shared informer of ``resource`` (any name the registry resolves: "pods", "deployments.apps").
-        ``transform`` keeps less of each object; every controller asking for the resource must ask alike."""
-        key = self.client.resource(resource).group_resource
+        ``transform`` keeps less of each object; every controller asking for the resource must ask alike.
+        ``field_selector`` makes an informer of its own that holds only the objects it selects (the root CA
+        publisher follows one ConfigMap name in every namespace, not every ConfigMap)."""
+        key = (self.client.resource(resource).group_resource, field_selector)
         informer = self._informers.get(key)
         if informer is None:
             if self._started:
                 raise RuntimeError(f"informer {resource} asked for after the factory started")
-            informer = Informer(self.client, resource, resync_seconds=self.resync_seconds, transform=transform)
+            informer = Informer(self.client, resource, resync_seconds=self.resync_seconds, transform=transform,
+                                field_selector=field_selector)
             self._informers[key] = informer
         elif informer.transform is not transform:
             raise ValueError(f"the informer of {resource} is shared with a different transform")

@@ -67,6 +67,11 @@ class ControllerSettings:
     pod_gc_quarantine_seconds: float = 40.0
     """How long a node must be missing before its pods count as orphans (40 s in Kubernetes)."""
 
+    root_ca: bytes | None = None
+    """The cluster CA's PEM, which the root CA publisher puts in every namespace as ``kube-root-ca.crt`` (`minik
+    up` passes its own; `minik controllers` the kubeconfig's certificate-authority-data). None: nothing is
+    published."""
+
 
 ControllerFactory = Callable[[Client, InformerFactory, ControllerSettings, Recorder | None], Controller]
 
@@ -159,6 +164,12 @@ def _serviceaccount(client: Client, factory: InformerFactory, s: ControllerSetti
     return ServiceAccountController(client, factory, 1, s.clock, r)
 
 
+def _root_ca_cert_publisher(client: Client, factory: InformerFactory, s: ControllerSettings,
+                            r: Recorder | None) -> Controller:
+    from minik.controllers.rootcacertpublisher import RootCACertPublisher
+    return RootCACertPublisher(client, factory, 1, s.clock, r, root_ca=s.root_ca)
+
+
 def _clusterrole_aggregation(client: Client, factory: InformerFactory, s: ControllerSettings,
                              r: Recorder | None) -> Controller:
     from minik.controllers.clusterroleaggregation import ClusterRoleAggregationController
@@ -189,6 +200,7 @@ CONTROLLERS: dict[str, ControllerFactory] = {
     "tokencleaner": _token_cleaner,
     "endpoints": _endpoints,
     "serviceaccount": _serviceaccount,
+    "root-ca-cert-publisher": _root_ca_cert_publisher,
     "clusterrole-aggregation": _clusterrole_aggregation,
 }
 

@@ -1,15 +1,22 @@
 """What a container needs beyond its spec before a runtime can start it: its environment (values, fieldRef,
 resourceFieldRef, configMapKeyRef, secretKeyRef, envFrom; ``$(VAR)`` references expanded) and its volumes as
-host directories (emptyDir, hostPath, configMap, secret, downwardAPI) under the kubelet's data directory.
+host directories (emptyDir, hostPath, configMap, secret, downwardAPI, projected) under the kubelet's data
+directory, DATA_DIR/pods/UID/volumes/NAME.
 
-A missing ConfigMap, Secret or key fails the start with CreateContainerConfigError and Kubernetes' message.
+A projected volume gathers configMap, secret, downwardAPI and serviceAccountToken sources in one directory; its
+tokens come from the TokenRequest API and are renewed while the pod runs (minik.kubelet.tokens). Every file is
+written as a new file renamed over the old one. The Docker runtime bind-mounts each volume's directory, so a
+renewed token shows in the container; the process runtime mounts nothing (its processes see the host's file
+system), so a process finds its files under the pod's directory, not at the mount path.
+
+A missing ConfigMap, Secret or key fails the start with CreateContainerConfigError and Kubernetes' message; so
+does a token the API will not give.
 """
 
 from __future__ import annotations
 
 import base64
 import math
-import os
 import re
 import shutil
 from pathlib import Path
@@ -18,8 +25,10 @@ from typing import Any
 from minik.api.errors import StatusError
 from minik.api.quantity import parse_quantity
 from minik.api.serviceenv import service_env
-from minik.client import Client
+from minik.client import Client, TransportError
 from minik.kubelet.runtimes.base import ContainerConfig, Mount, RuntimeFailure, SandboxInfo
+from minik.kubelet.status import TERMINAL_PHASES
+from minik.kubelet.tokens import DEFAULT_EXPIRATION_SECONDS, TokenFile, TokenManager, write_atomically
 
 Obj = dict[str, Any]
 
@@ -66,14 +75,22 @@ def resource_value(pod: Obj, container: Obj, ref: Obj, capacity: dict[str, str])
     return str(math.ceil(parse_quantity(str(quantity)) / divisor)) if divisor else "0"
 
 
-class ContainerConfigs:
-    """Builds ContainerConfigs for one kubelet; owns DATA_DIR/pods/UID/volumes."""
+#: the mode of volume files whose volume names none (Kubernetes' 0644)
+DEFAULT_MODE = 0o644
 
-    def __init__(self, client: Client, data_dir: Path, host_ip: str, capacity: dict[str, str]) -> None:
+
+class ContainerConfigs:
+    """Builds ContainerConfigs for one kubelet; owns DATA_DIR/pods/UID/volumes and the pods' projected tokens."""
+
+    def __init__(self, client: Client, data_dir: Path, host_ip: str, capacity: dict[str, str],
+                 tokens: TokenManager | None = None) -> None:
         self.client = client
         self.pods_dir = data_dir / "pods"
         self.host_ip = host_ip
         self.capacity = capacity
+        self.tokens = tokens or TokenManager(client)
+        #: pods whose tokens written by an earlier kubelet were looked for (see keep_tokens)
+        self._adopted: set[str] = set()
 
     async def _get(self, kind: str, namespace: str, name: str) -> Obj | None:
         try:
@@ -147,6 +164,78 @@ class ContainerConfigs:
     def pod_dir(self, uid: str) -> Path:
         return self.pods_dir / uid
 
+    async def _items(self, kind: str, namespace: str, source: Obj, mode: int) -> dict[str, tuple[str, int]]:
+        """The files of a ConfigMap or Secret source (a volume, or a projected volume's source): every key, or the
+        listed items at their paths and modes."""
+        name = source.get("name") or source.get("secretName") or ""
+        data = await self._data(kind, namespace, name, bool(source.get("optional"))) or {}
+        items = source.get("items")
+        if not items:
+            return {key: (value, mode) for key, value in data.items()}
+        files = {}
+        for item in items:
+            if item.get("key") not in data:
+                if source.get("optional"):
+                    continue
+                raise RuntimeFailure(CONFIG_ERROR, f"couldn't find key {item.get('key')} in {kind} {namespace}/{name}")
+            files[item.get("path") or item["key"]] = (data[item["key"]], int(item.get("mode", mode)))
+        return files
+
+    def _downward(self, pod: Obj, items: list[Obj], mode: int, pod_ip: str) -> dict[str, tuple[str, int]]:
+        files = {}
+        for item in items:
+            if item.get("fieldRef"):
+                value = field_value(pod, item["fieldRef"].get("fieldPath", ""), pod_ip, self.host_ip)
+            elif item.get("resourceFieldRef"):
+                container = (pod.get("spec") or {}).get("containers", [{}])[0]
+                value = resource_value(pod, container, item["resourceFieldRef"], self.capacity)
+            else:
+                continue
+            files[item["path"]] = (value, int(item.get("mode", mode)))
+        return files
+
+    def token_files(self, pod: Obj) -> list[TokenFile]:
+        """The serviceAccountToken sources of the pod's projected volumes, as files on this node."""
+        targets = []
+        for volume in (pod.get("spec") or {}).get("volumes") or []:
+            projected = volume.get("projected") if isinstance(volume, dict) else None
+            if not isinstance(projected, dict):
+                continue
+            root = self.pod_dir(pod["metadata"]["uid"]) / "volumes" / volume["name"]
+            for source in projected.get("sources") or []:
+                token = source.get("serviceAccountToken") if isinstance(source, dict) else None
+                if isinstance(token, dict):
+                    targets.append(TokenFile(volume["name"], root / str(token.get("path") or "token"),
+                                             int(projected.get("defaultMode", DEFAULT_MODE)),
+                                             str(token.get("audience") or ""),
+                                             int(token.get("expirationSeconds") or DEFAULT_EXPIRATION_SECONDS)))
+        return targets
+
+    async def _projected(self, pod: Obj, volume: Obj, pod_ip: str) -> dict[str, tuple[str, int]]:
+        """The files of a projected volume's configMap, secret and downwardAPI sources, its tokens written (and
+        kept renewed) on the way."""
+        namespace = pod["metadata"]["namespace"]
+        projected = volume["projected"]
+        mode = int(projected.get("defaultMode", DEFAULT_MODE))
+        files: dict[str, tuple[str, int]] = {}
+        for source in projected.get("sources") or []:
+            if source.get("configMap"):
+                files.update(await self._items("ConfigMap", namespace, source["configMap"], mode))
+            elif source.get("secret"):
+                files.update(await self._items("Secret", namespace, source["secret"], mode))
+            elif source.get("downwardAPI"):
+                files.update(self._downward(pod, source["downwardAPI"].get("items") or [], mode, pod_ip))
+        for target in self.token_files(pod):
+            if target.volume != volume["name"]:
+                continue
+            try:
+                await self.tokens.write(pod, target)
+            except StatusError as exc:
+                raise RuntimeFailure(CONFIG_ERROR, f"failed to fetch token: {exc.message}") from None
+            except TransportError as exc:
+                raise RuntimeFailure(CONFIG_ERROR, f"failed to fetch token: {exc}") from None
+        return files
+
     async def _volume(self, pod: Obj, volume: Obj, pod_ip: str) -> Path:
         uid, namespace = pod["metadata"]["uid"], pod["metadata"]["namespace"]
         if volume.get("hostPath"):
@@ -156,38 +245,19 @@ class ContainerConfigs:
             return path
         root = self.pod_dir(uid) / "volumes" / volume["name"]
         root.mkdir(parents=True, exist_ok=True)
-        files: dict[str, str] = {}
-        mode = 0o644
+        files: dict[str, tuple[str, int]] = {}
         if volume.get("configMap") or volume.get("secret"):
             kind = "ConfigMap" if volume.get("configMap") else "Secret"
             source = volume.get("configMap") or volume.get("secret") or {}
-            name = source.get("name") or source.get("secretName") or ""
-            mode = int(source.get("defaultMode", 0o644))
-            data = await self._data(kind, namespace, name, bool(source.get("optional"))) or {}
-            items = source.get("items")
-            if items:
-                for item in items:
-                    if item.get("key") not in data:
-                        raise RuntimeFailure(CONFIG_ERROR, f"couldn't find key {item.get('key')} in {kind} "
-                                                           f"{namespace}/{name}")
-                    files[item.get("path") or item["key"]] = data[item["key"]]
-            else:
-                files = dict(data)
+            files = await self._items(kind, namespace, source, int(source.get("defaultMode", DEFAULT_MODE)))
         elif volume.get("downwardAPI"):
-            for item in volume["downwardAPI"].get("items") or []:
-                if item.get("fieldRef"):
-                    files[item["path"]] = field_value(pod, item["fieldRef"].get("fieldPath", ""), pod_ip,
-                                                      self.host_ip)
-                elif item.get("resourceFieldRef"):
-                    container = (pod.get("spec") or {}).get("containers", [{}])[0]
-                    files[item["path"]] = resource_value(pod, container, item["resourceFieldRef"], self.capacity)
-        for relative, content in files.items():
-            target = root / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            temporary = target.with_name(f".{target.name}.tmp")
-            temporary.write_text(content)
-            os.chmod(temporary, mode)
-            temporary.replace(target)
+            source = volume["downwardAPI"]
+            files = self._downward(pod, source.get("items") or [], int(source.get("defaultMode", DEFAULT_MODE)),
+                                   pod_ip)
+        elif volume.get("projected"):
+            files = await self._projected(pod, volume, pod_ip)
+        for relative, (content, mode) in files.items():
+            write_atomically(root / relative, content, mode)
         root.chmod(0o777 if volume.get("emptyDir") is not None else 0o755)
         return root
 
@@ -218,6 +288,28 @@ class ContainerConfigs:
             resources=container.get("resources") or {}, tty=bool(container.get("tty")),
             stdin=bool(container.get("stdin")), init=init)
 
-    def remove(self, uid: str) -> None:
-        """Drop the pod's volumes (emptyDir contents, configMap files...) once its containers are gone."""
+    async def keep_tokens(self, pod: Obj) -> None:
+        """Keep the pod's projected tokens renewed while it runs, and stop once it has finished. Writing a token
+        starts its renewal; this picks up the tokens an earlier kubelet wrote for a pod still running here."""
+        uid = pod["metadata"]["uid"]
+        if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
+            await self.tokens.forget(uid)
+            return
+        if uid in self._adopted or self.tokens.tracks(uid):
+            return
+        self._adopted.add(uid)
+        targets = self.token_files(pod)
+        if targets:
+            self.tokens.adopt(pod, targets)
+
+    async def remove(self, uid: str) -> None:
+        """Drop the pod's volumes (emptyDir contents, configMap files, tokens...) once its containers are gone, and
+        stop renewing its tokens."""
+        await self.tokens.forget(uid)
+        self._adopted.discard(uid)
         shutil.rmtree(self.pod_dir(uid), ignore_errors=True)
+
+    async def stop(self) -> None:
+        """Stop renewing tokens (the kubelet stops; the files stay for the next one)."""
+        await self.tokens.stop()
+        self._adopted.clear()

@@ -36,12 +36,19 @@ Obj = dict[str, Any]
 
 
 class ConfigBuilder(Protocol):
-    """Builds a container's runtime config (env, mounts...) and drops a pod's files (containers.ContainerConfigs)."""
+    """Builds a container's runtime config (env, mounts...), keeps a pod's tokens renewed and drops its files
+    (containers.ContainerConfigs)."""
 
     async def build(self, pod: Obj, container: Obj, sandbox: SandboxInfo, init: bool) -> ContainerConfig:
         """RuntimeFailure CreateContainerConfigError when a ConfigMap, Secret or key is missing."""
 
-    def remove(self, uid: str) -> None: ...
+    async def keep_tokens(self, pod: Obj) -> None:
+        """Renew the pod's projected tokens while it runs (those an earlier kubelet wrote too); stop when it ends."""
+
+    async def remove(self, uid: str) -> None: ...
+
+    async def stop(self) -> None:
+        """Stop every task (token renewals); the files stay."""
 
 
 #: how long a failed pull shows ErrImagePull before the back-off shows ImagePullBackOff
@@ -113,6 +120,8 @@ class PodWorkers:
         for state in self.states.values():
             await stop_task(state.busy)
         await self.prober.stop()
+        if self.build_config is not None:
+            await self.build_config.stop()
 
     # -- one sync ---------------------------------------------------------------------------------------------
     async def sync(self, uid: str, pod: Obj | None) -> float | None:
@@ -127,7 +136,7 @@ class PodWorkers:
             if await self.runtime.pod(uid) is not None:
                 await self.runtime.remove_pod(uid, self.settings.orphan_grace_seconds)
             if self.build_config is not None:
-                self.build_config.remove(uid)
+                await self.build_config.remove(uid)
             self.states.pop(uid, None)
             return None
         meta = pod["metadata"]
@@ -136,6 +145,8 @@ class PodWorkers:
                 await self.prober.forget(uid)
                 state.busy = start_task(self._terminate(uid, pod, state), f"terminate pod {uid}")
             return None
+        if self.build_config is not None and self.runtime.needs_config:
+            await self.build_config.keep_tokens(pod)
         record = await self.runtime.pod(uid)
         if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
             await self.prober.forget(uid)
@@ -346,7 +357,7 @@ class PodWorkers:
             remaining = max(float(grace) - (time.monotonic() - began), floor)
             await self.runtime.remove_pod(uid, remaining)
             if self.build_config is not None:
-                self.build_config.remove(uid)
+                await self.build_config.remove(uid)
             try:
                 await self.client.delete("pods", meta["name"], meta["namespace"], grace_period_seconds=0,
                                          preconditions={"uid": uid})

@@ -5,7 +5,8 @@ Kubernetes' serviceaccounts/token subresource does.
 The request (authentication.k8s.io/v1 TokenRequest) may name audiences (default: the API server's), a lifetime
 (``expirationSeconds``, default an hour, at least ten minutes) and an object to bind the token to (a Pod, a Secret
 or a Node, by name and optionally uid): the token then dies with that object. A token bound to a pod also names
-the pod's node, as Kubernetes' does.
+the pod's node, as Kubernetes' does. A node (``system:node:NAME``) gets only tokens bound to a pod running on it,
+named with its uid, as Kubernetes' NodeRestriction admission requires.
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ from typing import Any
 
 import orjson
 
-from minik.api.errors import Cause, StatusError, bad_request, conflict, invalid, not_found
+from minik.api.errors import Cause, StatusError, bad_request, conflict, forbidden, invalid, not_found
 from minik.api.kinds.common import dict_at
 from minik.api.timestamps import now_rfc3339, rfc3339
 from minik.apiserver import codec
 from minik.apiserver.admission.base import ObjectReader
 from minik.apiserver.request import ApiRequest, ApiResponse, User
 from minik.apiserver.requestinfo import RequestInfo
+from minik.security.nodeauthz import ANY_NODE, node_of
 from minik.security.serviceaccounts import BoundObject, TokenIssuer
 
 Obj = dict[str, Any]
@@ -54,6 +56,9 @@ class TokenRequests:
         account = self.reader.get("", "v1", "serviceaccounts", namespace, name)
         if account is None:
             raise not_found("serviceaccounts", "", name)
+        requester = node_of(user)
+        if requester is not None:
+            self._restrict_node(requester, ref, namespace, name)
         bound, node = self._bound(ref, namespace)
         account_uid = str(account["metadata"].get("uid") or "")
         await self.issuer.ready()
@@ -103,6 +108,26 @@ class TokenRequests:
         assert isinstance(seconds, int)
         return seconds, list(audiences), ({"kind": ref["kind"], "apiVersion": "v1", "name": ref["name"],
                                           **({"uid": ref["uid"]} if ref.get("uid") else {})} if ref else None)
+
+    def _restrict_node(self, requester: str, ref: Obj | None, namespace: str, name: str) -> None:
+        """A node's token must be bound to a pod, by uid, that runs on that node (Kubernetes' NodeRestriction):
+        a node cannot mint a free-standing token of a service account its pods use, nor one for another node's
+        pod."""
+        def refuse(reason: str) -> StatusError:
+            return forbidden(f'serviceaccounts "{name}" is forbidden: {reason}', "serviceaccounts", "", name)
+
+        if ref is None or ref["kind"] != "Pod":
+            raise refuse("node requested token not bound to a pod")
+        if not ref.get("uid"):
+            raise refuse("node requested token with a pod binding without a uid")
+        pod = self.reader.get("", "v1", "pods", namespace, ref["name"])
+        if pod is None:
+            raise not_found("pods", "", ref["name"])
+        if ref["uid"] != pod["metadata"].get("uid"):
+            raise refuse(f"the UID in the bound object reference ({ref['uid']}) does not match the UID in record. "
+                         "The object might have been deleted and then recreated")
+        if requester != ANY_NODE and (pod.get("spec") or {}).get("nodeName") != requester:
+            raise refuse("node requested token bound to a pod scheduled on a different node")
 
     def _bound(self, ref: Obj | None, namespace: str) -> tuple[BoundObject | None, BoundObject | None]:
         """The object a token is bound to (Pod or Secret), and the node (the pod's, or the one named)."""

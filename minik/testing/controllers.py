@@ -321,7 +321,9 @@ class StaticInformerFactory(InformerFactory):
         for resource, items in (objects or {}).items():
             self._static[client.resource(resource).group_resource] = StaticInformer(client, resource, items)
 
-    def informer(self, resource: str, transform: Transform | None = None) -> Informer:
+    def informer(self, resource: str, transform: Transform | None = None,
+                 field_selector: str | None = None) -> Informer:
+        """The resource's static informer; a field selector is not applied (give only the objects it selects)."""
         key = self.client.resource(resource).group_resource
         if key not in self._static:
             self._static[key] = StaticInformer(self.client, resource)

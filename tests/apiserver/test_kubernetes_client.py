@@ -22,6 +22,8 @@ def _scenario(kubeconfig: Path) -> dict[str, object]:
     seen: dict[str, object] = {}
     ns = core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name="team-a")))
     seen["namespace_phase"] = ns.status.phase
+    # what the service account controller would do (this cluster runs no controllers)
+    core.create_namespaced_service_account("team-a", k8s.V1ServiceAccount(metadata=k8s.V1ObjectMeta(name="default")))
     pod = k8s.V1Pod(metadata=k8s.V1ObjectMeta(name="web", labels={"app": "web"}),
                     spec=k8s.V1PodSpec(containers=[k8s.V1Container(name="c", image="busybox:1.36")]))
     created = core.create_namespaced_pod("team-a", pod)

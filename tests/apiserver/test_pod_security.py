@@ -7,6 +7,7 @@ import structlog
 from aiohttp import ClientSession
 
 from minik.cluster import Cluster
+from minik.testing.namespaces import default_service_account, service_accounts_path
 from tests.access import admin_session
 
 NS = "/api/v1/namespaces"
@@ -27,8 +28,11 @@ async def post(session: ClientSession, path: str, body: dict) -> tuple[int, dict
 
 
 async def namespace(session: ClientSession, name: str, **labels: str) -> None:
+    """The namespace and its default service account (this cluster runs no service account controller)."""
     status, _, _ = await post(session, NS, {"metadata": {"name": name, "labels": {
         f"pod-security.kubernetes.io/{mode}": level for mode, level in labels.items()}}})
+    assert status == 201
+    status, _, _ = await post(session, service_accounts_path(name), default_service_account())
     assert status == 201
 
 

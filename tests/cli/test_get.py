@@ -14,6 +14,8 @@ from cli_helpers import Invoke, minik_command, subprocess_env
 from minik.api.resources import REGISTRY
 from minik.cli.get import TablePrinter, rows_of
 from minik.client import Client
+from minik.cluster import Cluster
+from minik.testing.namespaces import create_namespace
 
 
 def pod(name: str, **labels: str) -> dict[str, Any]:
@@ -22,7 +24,7 @@ def pod(name: str, **labels: str) -> dict[str, Any]:
 
 
 async def make_pods(client: Client) -> None:
-    await client.create("namespaces", {"metadata": {"name": "team"}})
+    await create_namespace(client, "team")
     await client.create("pods", pod("web", app="web"), "default")
     await client.create("pods", pod("db", app="db"), "default")
     await client.create("pods", pod("web-team", app="web"), "team")

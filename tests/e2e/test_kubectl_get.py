@@ -9,6 +9,8 @@ from pathlib import Path
 import orjson
 import yaml
 
+from minik.testing.namespaces import default_service_account, service_accounts_path
+
 
 PODS = "/api/v1/namespaces/default/pods"
 
@@ -26,6 +28,7 @@ async def test_get_pods_prints_the_kubernetes_columns(http, kubectl) -> None:
     await make_pod(http, "web", {"app": "web"})
     await make_pod(http, "db", {"app": "db"})
     await http.post("/api/v1/namespaces", {"metadata": {"name": "other"}})
+    await http.post(service_accounts_path("other"), default_service_account())  # no controller makes it here
     await make_pod(http, "tool", namespace="other")
 
     result = await kubectl("get", "pods")

@@ -23,6 +23,10 @@ from minik.kubelet.runtimes.select import kubelet_id
 
 NODE = "docker-node"
 BUSYBOX = "busybox:latest"
+#: the controllers a cluster with a CA needs for its pods to start: every pod mounts the CA from the
+#: kube-root-ca.crt ConfigMap, which this controller publishes (``controllers=ROOT_CA_ONLY``, and "controllers"
+#: left out of ``disabled``)
+ROOT_CA_ONLY = {"enabled": ["root-ca-cert-publisher"]}
 
 
 def busybox(name: str, script: str, **extra: object) -> dict:
@@ -47,11 +51,15 @@ class DockerNode:
 
 
 @contextlib.asynccontextmanager
-async def docker_cluster(data_dir: Path, *, disabled: frozenset[str] = frozenset({"scheduler", "controllers", "proxy"}),
+async def docker_cluster(data_dir: Path, *, disabled: frozenset[str] = frozenset({"scheduler", "proxy"}),
                          **settings: object) -> AsyncIterator[DockerNode]:
-    """A cluster with a Docker node named NODE (short back-offs), its containers removed when it stops."""
+    """A cluster with a Docker node named NODE (short back-offs), its containers removed when it stops. Of the
+    controllers, only the root CA publisher runs unless ``controllers`` says otherwise: every pod mounts the
+    cluster CA from the kube-root-ca.crt ConfigMap it publishes."""
     options: dict[str, object] = {"kubelet": {"worker": WorkerSettings(backoff_initial_seconds=1.0,
                                                                        backoff_max_seconds=4.0)}}
+    if "controllers" not in disabled:
+        options["controllers"] = ROOT_CA_ONLY
     options.update(settings)
     cluster_settings = ClusterSettings(data_dir=data_dir, port=0, synchronous="NORMAL", node_name=NODE,
                                        node_runtime="docker", disabled=disabled, **options)  # type: ignore[arg-type]

@@ -18,7 +18,7 @@ from minik.cluster import Cluster, ClusterSettings
 from minik.kubelet.component import NodeComponent
 from minik.kubelet.runtimes.select import kubelet_id
 from minik.security import tokens
-from tests.kubelet.docker_helpers import NODE, DockerNode, busybox, docker_cluster, remove_containers
+from tests.kubelet.docker_helpers import NODE, ROOT_CA_ONLY, DockerNode, busybox, docker_cluster, remove_containers
 from tests.kubelet.helpers import condition, container_state, phase, pod_manifest, wait_for_pod, wait_gone
 from tests.kubelet.join_helpers import ca_hash, join_command, join_token, joined_node, start_join, stop_join
 
@@ -55,7 +55,7 @@ async def container_ids(node: DockerNode, pod: dict) -> list[str]:
 
 
 async def test_a_joined_node_registers_takes_scheduled_pods_and_serves_their_logs(tmp_path: Path) -> None:
-    async with docker_cluster(tmp_path / "c", disabled=frozenset({"controllers"})) as node:
+    async with docker_cluster(tmp_path / "c", disabled=frozenset(), controllers=ROOT_CA_ONLY) as node:
         cluster, client = node.cluster, node.client
         assert cluster.url.startswith("https://")
         async with joined_node(cluster.url, await join_token(client), ca_hash(cluster), SECOND, tmp_path / "b",
@@ -140,7 +140,7 @@ async def test_join_refuses_a_wrong_ca_hash_a_wrong_token_and_bad_labels(tmp_pat
 
 async def test_pods_keep_running_while_the_api_server_is_down_and_the_node_resyncs_after(tmp_path: Path) -> None:
     settings = ClusterSettings(data_dir=tmp_path / "c", port=0, synchronous="NORMAL",
-                               disabled=frozenset({"scheduler", "controllers", "node", "proxy"}))
+                               disabled=frozenset({"scheduler", "node", "proxy"}), controllers=ROOT_CA_ONLY)
     cluster = Cluster(settings)
     await cluster.start()
     port = cluster.port

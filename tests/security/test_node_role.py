@@ -114,6 +114,28 @@ async def test_a_node_reads_secrets_and_configmaps_only_of_its_own_pods(node: Cl
     await refused(node.list("configmaps"))
 
 
+async def test_a_node_gets_tokens_only_bound_by_uid_to_pods_it_runs_and_reads_their_ca(node: Client,
+                                                                                       admin: Client) -> None:
+    mine = await admin.get("pods", "mine", "default")
+    ref = {"kind": "Pod", "apiVersion": "v1", "name": "mine", "uid": mine["metadata"]["uid"]}
+    answer = await node.create_token("default", "default", {"boundObjectRef": ref})
+    assert answer["status"]["token"] and answer["spec"]["boundObjectRef"] == ref
+    # its pods mount the cluster CA (the token volume every pod gets)
+    await admin.create("configmaps", {"metadata": {"name": "kube-root-ca.crt"}, "data": {"ca.crt": "x"}}, "default")
+    assert (await node.get("configmaps", "kube-root-ca.crt", "default"))["data"] == {"ca.crt": "x"}
+    theirs = await admin.get("pods", "theirs", "default")
+    for spec, reason in (
+            ({}, "node requested token not bound to a pod"),
+            ({"boundObjectRef": {**ref, "uid": ""}}, "node requested token with a pod binding without a uid"),
+            ({"boundObjectRef": {"kind": "Secret", "apiVersion": "v1", "name": "mine-secret"}},
+             "node requested token not bound to a pod"),
+            ({"boundObjectRef": {**ref, "name": "theirs", "uid": theirs["metadata"]["uid"]}},
+             "node requested token bound to a pod scheduled on a different node")):
+        error = await refused(node.create_token("default", "default", spec))
+        assert error.message == f'serviceaccounts "default" is forbidden: {reason}', spec
+    await refused(node.create_token("kube-system", "default", {"boundObjectRef": ref}))  # no pod of its uses it
+
+
 async def test_a_node_may_not_touch_workloads(node: Client) -> None:
     await refused(node.create("configmaps", {"metadata": {"name": "x"}}, "default"))
     await refused(node.delete("namespaces", "default"))

@@ -16,6 +16,7 @@ from minik.apiserver.request import User
 from minik.client import Client
 from minik.cluster import COMPONENTS, Cluster, ClusterSettings
 from minik.security.credentials import mint
+from minik.testing.namespaces import create_namespace
 
 RBAC = "rbac.authorization.k8s.io"
 ROLES, CLUSTER_ROLES = f"roles.{RBAC}", f"clusterroles.{RBAC}"
@@ -53,7 +54,7 @@ async def refused(call: Awaitable[Any], code: int = 403) -> StatusError:
 
 @pytest.fixture
 async def team(admin: Client) -> str:
-    await admin.create("namespaces", {"metadata": {"name": "team"}})
+    await create_namespace(admin, "team")
     await admin.create("pods", {"metadata": {"name": "web"}, "spec": {"containers": [{"name": "c", "image": "i"}]}},
                        "team")
     return "team"

@@ -85,6 +85,17 @@ def default_container(container: Obj) -> None:
             _default_http_get(handler)
 
 
+#: a projected service account token's lifetime when its source names none (SetDefaults_ServiceAccountTokenProjection)
+DEFAULT_TOKEN_EXPIRATION_SECONDS = 3600
+
+
+def _default_field_refs(items: Any) -> None:
+    for item in items if isinstance(items, list) else []:
+        field_ref = dict_at(item, "fieldRef") if isinstance(item, dict) else None
+        if field_ref:
+            set_default(field_ref, "apiVersion", "v1")
+
+
 def default_volume(volume: Obj) -> None:
     if not any(volume.get(source) is not None for source in VOLUME_SOURCES):
         volume["emptyDir"] = {}
@@ -92,6 +103,12 @@ def default_volume(volume: Obj) -> None:
         body = volume.get(source)
         if isinstance(body, dict):
             set_default(body, "defaultMode", DEFAULT_FILE_MODE)
+    _default_field_refs(dict_at(volume, "downwardAPI").get("items"))
+    for projection in dicts_at(dict_at(volume, "projected"), "sources"):
+        token = dict_at(projection, "serviceAccountToken")
+        if token:
+            set_default(token, "expirationSeconds", DEFAULT_TOKEN_EXPIRATION_SECONDS)
+        _default_field_refs(dict_at(projection, "downwardAPI").get("items"))
 
 
 def default_pod_spec(spec: Obj) -> None:

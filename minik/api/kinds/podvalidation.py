@@ -238,6 +238,36 @@ def _validate_container(c: Obj, path: str, volumes: set[str], *, init: bool, in_
     return causes
 
 
+#: a projected token's shortest and longest lifetime (what the TokenRequest API issues)
+MIN_TOKEN_SECONDS, MAX_TOKEN_SECONDS = 600, 1 << 32
+
+
+def _validate_projection(projected: Any, path: str) -> Causes:
+    """A projected volume's service account token sources: one at most, a path, a lifetime the TokenRequest API
+    can issue (the kubelet asks it for the token)."""
+    causes: Causes = []
+    tokens = 0
+    for i, source in enumerate(list_at(projected, "sources")):
+        token = source.get("serviceAccountToken") if isinstance(source, dict) else None
+        if not isinstance(token, dict):
+            continue
+        at = v.child(v.index(v.child(path, "sources"), i), "serviceAccountToken")
+        tokens += 1
+        if tokens > 1:
+            causes.append(v.forbidden(at, "may not have more than one service account token source"))
+        seconds = token.get("expirationSeconds")
+        if isinstance(seconds, int) and not isinstance(seconds, bool):
+            if seconds < MIN_TOKEN_SECONDS:
+                causes.append(v.invalid(v.child(at, "expirationSeconds"), seconds,
+                                        "may not specify a duration less than 10 minutes"))
+            elif seconds > MAX_TOKEN_SECONDS:
+                causes.append(v.invalid(v.child(at, "expirationSeconds"), seconds,
+                                        "may not specify a duration larger than 2^32 seconds"))
+        if not token.get("path"):
+            causes.append(v.required(v.child(at, "path")))
+    return causes
+
+
 def _validate_volumes(volumes: list[Any], path: str) -> tuple[set[str], Causes]:
     names: set[str] = set()
     causes: Causes = []
@@ -259,6 +289,7 @@ def _validate_volumes(volumes: list[Any], path: str) -> tuple[set[str], Causes]:
             own += [v.invalid(v.child(at, "name"), name, m) for m in v.is_dns1123_label(str(name))]
         if name in names:
             own.append(v.duplicate(v.child(at, "name"), name))
+        own += _validate_projection(volume.get("projected"), v.child(at, "projected"))
         if own:
             causes += own
         else:

@@ -10,7 +10,11 @@ IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")
 
 
 class NamespaceLifecycle:
-    """New objects only in namespaces that exist and are not terminating; the system namespaces stay."""
+    """New objects only in namespaces that exist and are not terminating; the system namespaces stay.
+
+    As Kubernetes' plugin, the namespace of a new object is checked in the mutating phase, where this plugin comes
+    first: a pod in a namespace that does not exist is 404 NotFound for the namespace, before any other plugin
+    (ServiceAccount, say) looks for what the pod refers to there."""
 
     name = "NamespaceLifecycle"
 
@@ -18,11 +22,12 @@ class NamespaceLifecycle:
         self._reader = reader
 
     async def validate(self, attrs: Attributes) -> None:
-        if attrs.resource.plural == "namespaces" and not attrs.resource.group:
-            if attrs.operation == "DELETE" and attrs.name in IMMORTAL_NAMESPACES:
-                raise forbidden(f'namespaces "{attrs.name}" is forbidden: this namespace may not be deleted',
-                                "namespaces", "", attrs.name)
-            return
+        if attrs.resource.plural == "namespaces" and not attrs.resource.group and attrs.operation == "DELETE" \
+                and attrs.name in IMMORTAL_NAMESPACES:
+            raise forbidden(f'namespaces "{attrs.name}" is forbidden: this namespace may not be deleted',
+                            "namespaces", "", attrs.name)
+
+    async def admit(self, attrs: Attributes) -> None:
         if attrs.operation != "CREATE" or not attrs.resource.namespaced or attrs.subresource:
             return
         namespace = self._reader.get("", "v1", "namespaces", None, attrs.namespace or "")

@@ -17,4 +17,4 @@ from minik.apiserver.admission.service_account import ServiceAccount
 def default_plugins(reader: ObjectReader) -> list[AdmissionPlugin]:
     """The chain in Kubernetes' order (defaulting runs in the kind's strategy before it)."""
     return [NamespaceLifecycle(reader), NodeRestriction(), Priority(reader), DefaultTolerationSeconds(),
-            ServiceAccount(), PodSecurity(reader)]
+            ServiceAccount(reader), PodSecurity(reader)]

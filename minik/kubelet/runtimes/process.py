@@ -1,6 +1,9 @@
 """The process runtime: each container's command runs as a local process (no image, no isolation, the node's
-network), for machines without Docker. Env, restart policy, probes and logs work as on Docker; volumes and images
-do not exist here (a container needs a command). The processes belong to the kubelet: they stop with it.
+network), for machines without Docker. Env, restart policy, probes and logs work as on Docker; images do not exist
+here (a container needs a command). Volumes are written as on Docker, in the pod's directory
+(DATA_DIR/kubelet/pods/UID/volumes/NAME; the service account token volume too, its token kept renewed), but
+nothing is mounted: a process sees the host's file system, so an in-cluster client does not find its token at
+/var/run/secrets/kubernetes.io/serviceaccount. The processes belong to the kubelet: they stop with it.
 """
 
 from __future__ import annotations

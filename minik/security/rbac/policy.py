@@ -287,6 +287,10 @@ def controller_roles() -> dict[str, tuple[str, list[Obj]]]:
             rule(("create",), ("",), ("endpoints/restricted",)), events()]),
         "serviceaccount": ("service-account-controller", [
             rule(("create",), ("",), ("serviceaccounts",)), events()]),
+        # it reads namespaces and its ConfigMaps through the shared informers (the manager's identity) and writes
+        # only these
+        "root-ca-cert-publisher": ("root-ca-cert-publisher", [
+            rule(("create", "update"), ("",), ("configmaps",)), events()]),
         "clusterrole-aggregation": ("clusterrole-aggregation-controller", [
             rule(("escalate", "get", "list", "patch", "update", "watch"), (RBAC_GROUP,), ("clusterroles",))]),
         # minik's own: Kubernetes expires Events with etcd leases, minik with a controller
