@@ -51,14 +51,15 @@ class DockerNode:
 
 
 @contextlib.asynccontextmanager
-async def docker_cluster(data_dir: Path, *, disabled: frozenset[str] = frozenset({"scheduler", "proxy"}),
+async def docker_cluster(data_dir: Path, *, disabled: frozenset[str] | None = None,
                          **settings: object) -> AsyncIterator[DockerNode]:
-    """A cluster with a Docker node named NODE (short back-offs), its containers removed when it stops. Of the
-    controllers, only the root CA publisher runs unless ``controllers`` says otherwise: every pod mounts the
-    cluster CA from the kube-root-ca.crt ConfigMap it publishes."""
+    """A cluster with a Docker node named NODE (short back-offs), its containers removed when it stops. By
+    default without the scheduler and the proxy, and of the controllers only the root CA publisher: every pod
+    mounts the cluster CA from the kube-root-ca.crt ConfigMap it publishes."""
     options: dict[str, object] = {"kubelet": {"worker": WorkerSettings(backoff_initial_seconds=1.0,
                                                                        backoff_max_seconds=4.0)}}
-    if "controllers" not in disabled:
+    if disabled is None:
+        disabled = frozenset({"scheduler", "proxy"})
         options["controllers"] = ROOT_CA_ONLY
     options.update(settings)
     cluster_settings = ClusterSettings(data_dir=data_dir, port=0, synchronous="NORMAL", node_name=NODE,

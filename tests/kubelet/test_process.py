@@ -21,7 +21,8 @@ NODE = "process-node"
 @pytest.fixture
 async def client(tmp_path: Path) -> AsyncIterator[Client]:
     settings = ClusterSettings(data_dir=tmp_path / "c", port=0, synchronous="NORMAL", node_name=NODE,
-                               node_runtime="process", disabled=frozenset({"scheduler", "controllers", "proxy"}))
+                               node_runtime="process", disabled=frozenset({"scheduler", "proxy"}),
+                               controllers={"enabled": ["root-ca-cert-publisher"]})  # pods mount the cluster CA
     async with Cluster(settings) as cluster, cluster.admin_client() as c:
         component: NodeComponent = cluster.components["node"]  # type: ignore[assignment]
         await asyncio.wait_for(component.local_ready.wait(), 10)
