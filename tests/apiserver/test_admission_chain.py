@@ -1,5 +1,4 @@
-"""The default admission chain: its plugins in Kubernetes' order, and the ServiceAccount plugin on a cluster without a
-CA."""
+"""The default admission chain: its plugins in Kubernetes' order, and what the ServiceAccount plugin gives a pod."""
 
 from __future__ import annotations
 
@@ -19,17 +18,20 @@ def test_the_chain_runs_in_kubernetes_order(cluster: Cluster) -> None:
                      "ServiceAccount", "PodSecurity"]
 
 
-async def test_a_pod_runs_as_default_and_a_cluster_without_a_ca_mounts_no_token(http: ApiHttp) -> None:
-    """This cluster serves plain HTTP on loopback: it has no CA for a pod to trust, and gives pods no token volume
-    (tests/apiserver/test_service_account_admission.py has the plugin on a cluster with a CA)."""
+async def test_a_pod_runs_as_default_with_its_token_volume_unless_it_opts_out(http: ApiHttp) -> None:
+    """(tests/apiserver/test_service_account_admission.py has the plugin's rules one by one)"""
     pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
     status, created = await http.post("/api/v1/namespaces/default/pods", pod)
     assert status == 201
     assert created["spec"]["serviceAccountName"] == created["spec"]["serviceAccount"] == "default"
-    assert "volumes" not in created["spec"] and "volumeMounts" not in created["spec"]["containers"][0]
+    [volume] = created["spec"]["volumes"]
+    assert volume["name"].startswith("kube-api-access-")
+    assert created["spec"]["containers"][0]["volumeMounts"] == [
+        {"name": volume["name"], "readOnly": True, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}]
     assert (await http.post("/api/v1/namespaces/default/serviceaccounts", {"metadata": {"name": "builder"}}))[0] == 201
     pod["metadata"]["name"] = "q"
     pod["spec"]["serviceAccountName"] = "builder"
+    pod["spec"]["automountServiceAccountToken"] = False
     status, created = await http.post("/api/v1/namespaces/default/pods", pod)
     assert (status, created["spec"]["serviceAccountName"]) == (201, "builder")
     assert "volumes" not in created["spec"]

@@ -92,8 +92,9 @@ async def test_pod_spec_fields_are_immutable(http) -> None:
     created["spec"]["restartPolicy"] = "Never"
     status, body = await http.put(f"{PODS}/ok", created)
     assert status == 422 and body["reason"] == "Invalid"
+    # strategic merge keeps the container's service account volume mount (a merge patch would drop it: 422)
     status, body = await http.patch(f"{PODS}/ok", {"spec": {"containers": [{"name": "c", "image": "busybox:2"}]}},
-                                    "application/merge-patch+json")
+                                    "application/strategic-merge-patch+json")
     assert status == 200 and body["spec"]["containers"][0]["image"] == "busybox:2"
 
 

@@ -181,13 +181,16 @@ async def test_default_is_waited_for_a_moment_since_its_controller_makes_it_just
     account appears during the plugin's first pause (its pauses are the plugin's own, so no time is guessed)."""
     from minik.api.resources import REGISTRY
     from minik.apiserver.admission.base import Attributes, ObjectReader
+    from minik.apiserver.authorization import AuthorizerChain, PrivilegedGroups
     from minik.apiserver.request import User
+    from minik.security.authn import TokenAuthenticator
     from minik.apiserver.server import ApiServer
     from minik.store import Store, StoreSettings
 
     store = await Store.open(StoreSettings(path=tmp_path / "s.db", synchronous="NORMAL"))
     try:
-        api = ApiServer(store, REGISTRY)
+        api = ApiServer(store, REGISTRY, authenticator=TokenAuthenticator(ObjectReader(store, REGISTRY)),
+                        authorizer=AuthorizerChain([PrivilegedGroups()]))
         await api.bootstrap()
         await api.rests[("", "v1", "namespaces")].create({"metadata": {"name": "young"}}, None, User("admin"))
         pauses: list[float] = []
