@@ -67,7 +67,7 @@ class Reviews:
         self.rbac = rbac
         self.node = node
 
-    def handlers(self) -> dict[tuple[str, str, None], Handler]:
+    def handlers(self) -> dict[tuple[str, str, str | None], Handler]:
         return {(group, plural, None): self.handle for group, plural in KINDS}
 
     async def handle(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
