@@ -6,9 +6,9 @@ added, and everything an admin added stays. A binding whose roleRef differs is r
 change). An object annotated ``rbac.authorization.kubernetes.io/autoupdate: "false"`` is left as it is. The
 rules of an aggregated ClusterRole (admin, edit, view) are the aggregation controller's, not this module's.
 
-Then every aggregated ClusterRole gets the rules it gathers, as the aggregation controller would give them, so
-that the user-facing roles work from the first request whether the controllers run or not. Each step's writes
-are made together (one commit of the store's writer); a restart with nothing to change writes nothing.
+Every aggregated ClusterRole also gets the rules it gathers, as the aggregation controller would give them, so
+that the user-facing roles work from the first request whether the controllers run or not. The writes are made
+together (one commit of the store's writer); a restart with nothing to change writes nothing.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def reconciled_binding(existing: Obj, wanted: Obj) -> Obj | None:
 
 async def reconcile(registry: Registry, rest_for: Callable[[Any], ResourceRest], user: User) -> int:
     """Create or complete every object of the bootstrap policy as ``user`` (an admin), and the controllers'
-    service accounts where missing; the number written."""
+    service accounts where missing, in one commit; the number written."""
     rbac = policy.RBAC_GROUP
     plans: list[tuple[str, Obj, Callable[[Obj, Obj], Obj | None]]] = [
         *(("clusterroles", o, reconciled_role) for o in policy.cluster_roles()),
@@ -105,39 +105,50 @@ async def reconcile(registry: Registry, rest_for: Callable[[Any], ResourceRest],
         meta = account["metadata"]
         if rest_for(accounts).store.get(accounts.key(meta["namespace"], meta["name"])) is None:
             writes.append(rest_for(accounts).create(account, meta["namespace"], user))
+    cluster_roles = registry.get(rbac, "v1", "clusterroles")
+    assert cluster_roles is not None
+    #: every ClusterRole as it will be once the writes are made, and the writes planned for them: (create?, object)
+    roles = {r.key: r.object() for r in (await rest_for(cluster_roles).store.list(cluster_roles.prefix())).items}
+    planned: dict[str, tuple[bool, Obj]] = {}
     for plural, wanted, reconciled in plans:
         resource = registry.get(rbac, "v1", plural)
         assert resource is not None
         rest = rest_for(resource)
         meta = wanted["metadata"]
         namespace, name = meta.get("namespace"), meta["name"]
-        record = rest.store.get(resource.key(namespace, name))
-        if record is None:
-            writes.append(rest.create(wanted, namespace, user))
-            continue
-        existing = record.object()
-        if "roleRef" in wanted and existing.get("roleRef") != wanted["roleRef"]:
+        key = resource.key(namespace, name)
+        record = rest.store.get(key)
+        existing = record.object() if record is not None else None
+        if existing is not None and "roleRef" in wanted and existing.get("roleRef") != wanted["roleRef"]:
             if autoupdated(existing):
                 writes.append(_replace(rest, wanted, namespace, name, user))
             continue
-        updated = reconciled(existing, wanted)
-        if updated is not None:
-            writes.append(rest.update(updated, namespace, name, user))
+        target = wanted if existing is None else reconciled(existing, wanted)
+        if target is None:
+            continue
+        if resource is cluster_roles:
+            roles[key] = target
+            planned[key] = (existing is None, target)
+        elif existing is None:
+            writes.append(rest.create(target, namespace, user))
+        else:
+            writes.append(rest.update(target, namespace, name, user))
+    for key in aggregate(roles):
+        planned[key] = (planned[key][0] if key in planned else False, roles[key])
+    rest = rest_for(cluster_roles)
+    for key, (create, role) in planned.items():
+        name = role["metadata"]["name"]
+        writes.append(rest.create(role, None, user) if create else rest.update(role, None, name, user))
     await _all(writes)
-    written = len(writes) + await aggregate(registry, rest_for, user)
-    if written:
-        log.info("bootstrap policy reconciled", written=written)
-    return written
+    if writes:
+        log.info("bootstrap policy reconciled", written=len(writes))
+    return len(writes)
 
 
-async def aggregate(registry: Registry, rest_for: Callable[[Any], ResourceRest], user: User) -> int:
-    """Give every aggregated ClusterRole the rules it gathers, as the aggregation controller would (so that
-    ``view``, ``edit`` and ``admin`` grant what they should from the first request, controllers running or not);
-    the number of roles written."""
-    resource = registry.get(policy.RBAC_GROUP, "v1", "clusterroles")
-    assert resource is not None
-    rest = rest_for(resource)
-    roles = {r.key: r.object() for r in (await rest.store.list(resource.prefix())).items}
+def aggregate(roles: dict[str, Obj]) -> set[str]:
+    """Give every aggregated ClusterRole of ``roles`` (key -> object, changed in place) the rules it gathers, as
+    the aggregation controller would, so that ``view``, ``edit`` and ``admin`` grant what they should from the
+    first request, controllers running or not; the keys of the roles changed."""
     changed: set[str] = set()
     for _ in range(len(roles)):  # aggregated roles may gather aggregated roles (admin gathers edit gathers view)
         moved = False
@@ -151,8 +162,7 @@ async def aggregate(registry: Registry, rest_for: Callable[[Any], ResourceRest],
                 moved = True
         if not moved:
             break
-    await _all([rest.update(roles[key], None, roles[key]["metadata"]["name"], user) for key in changed])
-    return len(changed)
+    return changed
 
 
 async def _all(writes: list[Awaitable[Any]]) -> None:
