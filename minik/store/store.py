@@ -1,9 +1,9 @@
-"""The store: current state in memory, history in an append-only SQLite log, writes group-committed.
+"""The store: current state in memory, history in a revision log (the backend: SQLite), writes group-committed.
 
 Reads of the current state (get, list) come from an in-memory sorted map that is updated only after a commit, so
-they never wait on SQLite; reads at an older revision (a paged list's later pages) and watches that start before
+they never wait on the log; reads at an older revision (a paged list's later pages) and watches that start before
 the in-memory event window read the log. Every write goes through one writer task: it takes queued writes in a
-batch, checks each against the state (compare-and-swap on the revision), commits them in one ``BEGIN IMMEDIATE``
+batch, checks each against the state (compare-and-swap on the revision), has the backend commit them in one
 transaction, and only then updates the state, notifies watchers in revision order and acknowledges.
 """
 
@@ -14,24 +14,25 @@ import heapq
 import itertools
 import time
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-import aiosqlite
 import structlog
 
 from minik.aio import stop_task
 from minik.jsonbytes import dumps_kept
-from minik.store import schema
+from minik.store.backend import Backend, Loaded, Row
 from minik.store.errors import (Compacted, Conflict, FutureRevision, KeyExists, KeyNotFound, ObjectTooLarge,
                                 StoreClosed, StoreError)
+from minik.store.keys import prefix_end, type_prefix
 from minik.store.records import Event, EventType, Record
 from minik.store.settings import StoreSettings
+from minik.store.sqlite_log import SqliteLog
 from minik.store.state import State
 from minik.store.watch import Trigger, Watcher, WatchHub
-from minik.store.writer import WriteConnection, Writer, WriterProcess
+from minik.store.writer import Writer
 
 log = structlog.get_logger("minik.store")
 
@@ -43,11 +44,6 @@ COMPACTION_CATCH_UP_PAUSE_SECONDS = 0.5
 #: a commit whose fan-out took at least this long paces the next one (``StoreSettings.publish_share``); below it
 #: (in-process watchers, a few connections) the pause would cost more latency than it saves
 PACED_PUBLISH_SECONDS = 0.0005
-
-
-def prefix_end(prefix: str) -> str:
-    """The smallest string greater than every string starting with ``prefix``."""
-    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
 
 
 @dataclass(frozen=True)
@@ -71,44 +67,32 @@ class _Write:
     changed: bool = False
 
 
-def type_prefix(key: str) -> str:
-    """The "/group/plural/" a key starts with (the whole key when it has fewer parts)."""
-    first = key.find("/", 1)
-    second = key.find("/", first + 1) if first >= 0 else -1
-    return key[:second + 1] if second >= 0 else key
-
-
 def _set_revision(obj: dict[str, Any], revision: int) -> None:
     obj.setdefault("metadata", {})["resourceVersion"] = str(revision)
-
-
-#: the write connection's page cache (SQLite's own default is 2 MB); it grows only as far as the log does
-WRITER_CACHE_KIB = 32 * 1024
 
 
 class Store:
     """A versioned key-value store of Kubernetes objects (dicts) under string keys."""
 
-    def __init__(self, settings: StoreSettings, writer_db: "Writer", reader_db: aiosqlite.Connection
-                 ) -> None:
+    def __init__(self, settings: StoreSettings, backend: Backend, loaded: Loaded) -> None:
         self.settings = settings
-        self._db = writer_db
-        self._reader = reader_db
+        self._backend = backend
         self._state = State()
+        for record in loaded.records:
+            self._state[record.key] = record
         #: the revision of each deleted key's deletion marker until compaction drops it: a re-create chains to it
         #: (its prev_rev), so compaction drops the marker with the rows the window replaced
-        self._tombstones: dict[str, int] = {}
-        self._revision = 0
+        self._tombstones: dict[str, int] = loaded.tombstones
+        self._revision = loaded.revision
         #: the revision of the newest write under each type prefix ("/group/plural/") since the store opened
         self._type_revisions: dict[str, int] = {}
-        self._opened_revision = 0
-        self._compact_revision = 0
+        self._opened_revision = loaded.revision
+        self._compact_revision = loaded.compact_revision
         self._events: deque[Event] = deque(maxlen=settings.event_window)
         #: every event after this revision is in ``_events``
-        self._events_floor = 0
+        self._events_floor = loaded.revision
         self._hub = WatchHub(settings.watcher_buffer)
         self._queue: asyncio.Queue[_Write | None] = asyncio.Queue()
-        self._write_lock = asyncio.Lock()
         self._revision_changed = asyncio.Event()
         self._pins: Counter[int] = Counter()
         self._closing = False
@@ -123,60 +107,20 @@ class Store:
     @classmethod
     async def open(cls, settings: StoreSettings, *, compactor: bool = True) -> "Store":
         """Open (or create) the store file, load the current state, and start the writer and compactor."""
-        settings.path.parent.mkdir(parents=True, exist_ok=True)
-        # both connections are in autocommit mode: a writer's transaction is one statement, or BEGIN IMMEDIATE ...
-        # COMMIT, run whole in its process (or thread); the reader never writes
-        writer: Writer = await (WriterProcess if settings.writer_process else WriteConnection).open(
-            settings.path, isolation_level=None)
+        backend = await SqliteLog.open(settings)
         try:
-            reader = await aiosqlite.connect(settings.path, isolation_level=None)
+            started = time.perf_counter()
+            loaded = await backend.load()
+            store = cls(settings, backend, loaded)
         except BaseException:
-            await writer.close()
+            await backend.close()
             raise
-        try:
-            for db in (writer, reader):
-                await db.execute(f"PRAGMA busy_timeout={int(settings.busy_timeout_ms)}")
-                for pragma in schema.PRAGMAS:
-                    await db.execute(pragma)
-            synchronous = settings.synchronous.upper()
-            if synchronous not in ("FULL", "NORMAL", "EXTRA"):
-                raise ValueError(f"synchronous must be FULL, NORMAL or EXTRA, not {settings.synchronous!r}")
-            await writer.execute(f"PRAGMA synchronous={synchronous}")
-            # the index's pages on random keys stay cached as the log grows: SQLite's default 2 MB re-read about
-            # 15 KB per pod create from the file at 100,000 pods
-            await writer.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
-            await writer.executescript(schema.CREATE)
-            await writer.commit()
-            store = cls(settings, writer, reader)
-            await store._load()
-        except BaseException:
-            await writer.close()
-            await reader.close()
-            raise
+        log.info("store loaded", path=str(settings.path), objects=len(loaded.records), revision=loaded.revision,
+                 compact_revision=loaded.compact_revision, seconds=round(time.perf_counter() - started, 3))
         store._writer_task = asyncio.create_task(store._run_writer(), name="minik-store-writer")
         if compactor:
             store._compactor_task = asyncio.create_task(store._run_compactor(), name="minik-store-compactor")
         return store
-
-    async def _load(self) -> None:
-        started = time.perf_counter()
-        async with self._reader.execute(schema.LOAD_CURRENT) as cursor:
-            async for key, rev, typ, create_rev, value in cursor:
-                if typ != EventType.DELETED:
-                    self._state[key] = Record(key, bytes(value), rev, create_rev)
-                else:
-                    self._tombstones[key] = rev
-        async with self._reader.execute(schema.MAX_REVISION) as cursor:
-            row = await cursor.fetchone()
-            max_rev = int(row[0]) if row else 0
-        async with self._reader.execute(schema.GET_META, ("compact_revision",)) as cursor:
-            row = await cursor.fetchone()
-            self._compact_revision = int(row[0]) if row else 0
-        # compaction may have removed the newest deletion marker, but never past the compact revision
-        self._revision = max(max_rev, self._compact_revision)
-        self._events_floor = self._opened_revision = self._revision
-        log.info("store loaded", path=str(self.settings.path), objects=len(self._state), revision=self._revision,
-                 compact_revision=self._compact_revision, seconds=round(time.perf_counter() - started, 3))
 
     async def close(self) -> None:
         """Stop taking writes, commit those already queued, end every watch, close the files."""
@@ -188,13 +132,18 @@ class Store:
             await self._writer_task
         await stop_task(self._compactor_task)
         self._hub.close_all()
-        await self._db.close()
-        await self._reader.close()
+        await self._backend.close()
         log.info("store closed", revision=self._revision)
 
     def close_watches(self) -> None:
         """End every open watch (their clients re-watch); used first when a server shuts down."""
         self._hub.close_all()
+
+    @property
+    def _db(self) -> Writer:
+        """The SQLite backend's write connection (tests look at its process)."""
+        assert isinstance(self._backend, SqliteLog)
+        return self._backend.writer
 
     # -- reads ---------------------------------------------------------------------------------------------
     @property
@@ -321,12 +270,9 @@ class Store:
                 found[key] = record
             else:
                 older.append(key)
-        for i in range(0, len(older), 500):
-            part = older[i:i + 500]
-            async with self._reader.execute(schema.keys_at(len(part)), (*part, revision)) as cursor:
-                for key, rev, typ, create_rev, value in await cursor.fetchall():
-                    if typ != EventType.DELETED:
-                        found[key] = Record(key, bytes(value), rev, create_rev)
+        if older:
+            for record in await self._backend.records_at(older, revision):
+                found[record.key] = record
         return [record for key in keys if (record := found.get(key)) is not None]
 
     @contextmanager
@@ -360,25 +306,13 @@ class Store:
                     backlog.append(event)
             backlog.reverse()
             return self._hub.subscribe(prefix, after, backlog, trigger=trigger)
-        return self._hub.subscribe(prefix, after, [], self._replay(prefix, after, self._revision), trigger=trigger)
+        replay = self._backend.events(prefix, after, self._revision)
+        return self._hub.subscribe(prefix, after, [], replay, trigger=trigger)
 
     def snapshot_and_watch(self, prefix: str, trigger: Trigger | None = None) -> tuple[list[Record], Watcher]:
         """The current objects under ``prefix`` and a watcher for every change after them, taken atomically."""
         result = self._list_current(prefix, None, 0, None)
         return result.items, self.watch(prefix, result.revision, trigger)
-
-    async def _replay(self, prefix: str, after: int, upto: int) -> AsyncIterator[list[Event]]:
-        end = prefix_end(prefix)
-        position = after
-        while position < upto:
-            async with self._reader.execute(schema.EVENTS_AFTER, (position, upto, prefix, end, 1000)) as cursor:
-                rows = await cursor.fetchall()
-            if not rows:
-                return
-            chunk = [Event(EventType(typ), key, rev, bytes(value), bytes(prev) if prev is not None else None)
-                     for rev, key, typ, value, prev in rows]
-            position = chunk[-1].revision
-            yield chunk
 
     # -- writes --------------------------------------------------------------------------------------------
     async def create(self, key: str, obj: dict[str, Any]) -> Record:
@@ -433,7 +367,7 @@ class Store:
 
     async def _commit(self, batch: list[_Write]) -> None:
         overlay: dict[str, Record | None] = {}
-        rows: list[tuple[int, str, int, int, int, float, bytes]] = []
+        rows: list[Row] = []
         events: list[Event] = []
         outcomes: list[tuple[_Write, Record | StoreError]] = []
         revision = self._revision
@@ -492,9 +426,7 @@ class Store:
             except StoreError as exc:
                 outcomes.append((write, exc))
         if rows:
-            async with self._write_lock:
-                await self._db.transaction([(schema.insert_rows(len(rows)),
-                                             [value for row in rows for value in row])])
+            await self._backend.append(rows)
             self._apply(overlay, events, revision)
             self._tombstones = tombstones
         for write, outcome in outcomes:
@@ -549,9 +481,8 @@ class Store:
         """The newest revision history may be compacted to now: older than the window, at least
         ``compaction_min_revisions`` behind, and behind every reader still using older revisions."""
         cutoff = time.time() - self.settings.compaction_window_seconds
-        async with self._reader.execute(schema.REVISION_BEFORE, (cutoff,)) as cursor:
-            row = await cursor.fetchone()
-        target = min(int(row[0]) if row else 0, self._revision - self.settings.compaction_min_revisions)
+        target = min(await self._backend.revision_before(cutoff),
+                     self._revision - self.settings.compaction_min_revisions)
         floor = self._hub.replay_floor()
         if floor is not None:
             target = min(target, floor)
@@ -578,14 +509,10 @@ class Store:
                 high = min(high, min(self._pins))
             if high <= low:
                 break
-            async with self._write_lock:
-                await self._db.transaction([(schema.COMPACT_REPLACED, (low, high)),
-                                            (schema.COMPACT_TOMBSTONES, (low, high)),
-                                            (schema.SET_META, ("compact_revision", high))])
+            await self._backend.compact(low, high)
             self._compact_revision = high
             self._tombstones = {k: r for k, r in self._tombstones.items() if r > high}
             await asyncio.sleep(0)
         if self._compact_revision >= target:
-            async with self._write_lock:
-                await self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            await self._backend.compacted()
         return self._compact_revision
