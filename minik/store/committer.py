@@ -21,7 +21,7 @@ import structlog
 from minik.jsonbytes import dumps_kept
 from minik.store.backend import Backend, Row
 from minik.store.current import CurrentState
-from minik.store.errors import Conflict, KeyExists, KeyNotFound, ObjectTooLarge, StoreError
+from minik.store.errors import Conflict, KeyExists, KeyNotFound, ObjectTooLarge, StoreClosed, StoreError
 from minik.store.records import Event, EventType, Record
 from minik.store.settings import StoreSettings
 from minik.store.watch import WatchHub
@@ -78,6 +78,7 @@ class Committer:
         self._hub = hub
         self._queue: asyncio.Queue[_Write | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
+        self._draining = False
         #: how long telling the watchers of the last commit took, and the pause it earns per second of it
         self._published_seconds = 0.0
         share = min(max(settings.publish_share, 0.05), 1.0)
@@ -86,15 +87,18 @@ class Committer:
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="minik-store-writer")
 
-    def submit(self, typ: EventType, key: str, obj: dict[str, Any] | None, expected: int | None,
-               changed: bool) -> asyncio.Future[Record]:
-        """Queue a write; the future is its record once committed, or its StoreError."""
+    async def submit(self, typ: EventType, key: str, obj: dict[str, Any] | None, expected: int | None,
+                     changed: bool) -> Record:
+        """Queue a write and wait for its record, once committed (or its StoreError)."""
+        if self._draining:
+            raise StoreClosed("the store is closing")
         future: asyncio.Future[Record] = asyncio.get_running_loop().create_future()
         self._queue.put_nowait(_Write(typ, key, obj, expected, future, changed))
-        return future
+        return await future
 
     async def drain(self) -> None:
-        """Commit the writes queued so far, then stop (the caller takes no more)."""
+        """Take no more writes; commit those queued so far, then stop."""
+        self._draining = True
         await self._queue.put(None)
         if self._task is not None:
             await self._task

@@ -80,7 +80,7 @@ class Store:
             return
         self._closing = True
         self._compactor.halt()
-        await self._committer.drain()
+        await self._committer.drain()  # new writes get StoreClosed; those queued are committed
         await self._compactor.stop()
         self._hub.close_all()
         await self._backend.close()
@@ -174,7 +174,7 @@ class Store:
     # -- writes --------------------------------------------------------------------------------------------
     async def create(self, key: str, obj: dict[str, Any]) -> Record:
         """Store a new object under ``key``; KeyExists if one is there. ``obj`` gets its resourceVersion set."""
-        return await self._submit(EventType.ADDED, key, obj, None)
+        return await self._committer.submit(EventType.ADDED, key, obj, None, False)
 
     async def update(self, key: str, obj: dict[str, Any], expected_revision: int | None = None, *,
                      changed: bool = False) -> Record:
@@ -184,17 +184,11 @@ class Store:
         that revision and found it differs, so the store does not decode it to compare again."""
         if changed and expected_revision is None:
             raise ValueError("changed=True needs the expected_revision it was compared at")
-        return await self._submit(EventType.MODIFIED, key, obj, expected_revision, changed)
+        return await self._committer.submit(EventType.MODIFIED, key, obj, expected_revision, changed)
 
     async def delete(self, key: str, expected_revision: int | None = None) -> Record:
         """Remove the object under ``key``; returns its last state, carrying the deletion's revision."""
-        return await self._submit(EventType.DELETED, key, None, expected_revision)
-
-    async def _submit(self, typ: EventType, key: str, obj: dict[str, Any] | None, expected: int | None,
-                      changed: bool = False) -> Record:
-        if self._closing:
-            raise StoreClosed("the store is closing")
-        return await self._committer.submit(typ, key, obj, expected, changed)
+        return await self._committer.submit(EventType.DELETED, key, None, expected_revision, False)
 
     # -- compaction ----------------------------------------------------------------------------------------
     async def compaction_target(self) -> int:
