@@ -38,7 +38,8 @@ __all__ = ["COMPACTION_CATCH_UP_PAUSE_SECONDS", "ListResult", "Predicate", "Stor
 
 log = structlog.get_logger("minik.store")
 
-#: the pause between compaction passes while history is behind its target (writers get the lock in between)
+#: the pause between compaction passes while history is behind its target (writers get the lock in between);
+#: given to the compactor when the store opens
 COMPACTION_CATCH_UP_PAUSE_SECONDS = 0.5
 
 
