@@ -1,8 +1,9 @@
-"""What the store hands out: immutable records of the current state and events of the history."""
+"""What the store hands out: immutable records of the current state, lists of them, and events of the history."""
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,3 +51,17 @@ class Event:
     def object(self) -> dict[str, Any]:
         result: dict[str, Any] = orjson.loads(self.raw)
         return result
+
+
+@dataclass(frozen=True)
+class ListResult:
+    items: list[Record]
+    revision: int
+    #: whether keys remain in the range after the last item (a continue token is due)
+    more: bool
+    #: how many keys remain after the last item, when no predicate filtered the list
+    remaining: int | None
+
+
+#: which records a list keeps (it is tested before the list's limit counts them)
+Predicate = Callable[[Record], bool]
