@@ -12,7 +12,6 @@ import select
 import shutil
 import signal
 import socket
-import ssl
 import stat
 import subprocess
 import time
@@ -23,29 +22,14 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from cli_helpers import api_request as http
 from cli_helpers import minik_command, subprocess_env
+from cli_helpers import run_minik as run
 
 from minik.cli import cli
 from minik.kubeconfig import endpoint as kubeconfig_endpoint
 
 READY = re.compile(r"^minik: ready in [0-9.]+s, API at (https://127\.0\.0\.1:\d+) \(kubeconfig: (\S+)\)$")
-
-
-def run(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(minik_command(*args), env=subprocess_env(home, **env), capture_output=True, text=True,
-                          timeout=60)
-
-
-def http(method: str, url: str, config: Path, body: dict | None = None) -> dict:
-    """A request with the credentials and the CA of the kubeconfig `minik up` wrote (HTTPS, admin token)."""
-    endpoint = kubeconfig_endpoint(config)
-    context = endpoint.ssl_context()
-    assert isinstance(context, ssl.SSLContext)
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, method=method, headers={
-        "Content-Type": "application/json", "Authorization": f"Bearer {endpoint.token}"})
-    with urllib.request.urlopen(request, timeout=10, context=context) as response:
-        return json.loads(response.read())
 
 
 def test_up_detached_then_status_kubectl_get_and_down(tmp_path: Path) -> None:
