@@ -128,6 +128,35 @@ def merge(path: Path, cluster: Config) -> bool:
     return made_current
 
 
+def remove_cluster(path: Path, own: Config) -> bool:
+    """Remove from the kubeconfig at ``path`` the cluster, user and context that ``merge`` put there from ``own``
+    (the config of one cluster, from ``for_cluster``), recognised by their name and the CA or the token ``own``
+    holds, so that another cluster's entries of the same name stay; a current context that was the removed one
+    is unset. Whether anything was removed."""
+    if not path.exists():
+        return False
+    name = own.get("current-context")
+    config = read(path)
+
+    def body(conf: Config, section: str, field: str) -> dict[str, Any]:
+        for entry in conf.get(section) or []:
+            if isinstance(entry, dict) and entry.get("name") == name and isinstance(entry.get(field), dict):
+                return dict(entry[field])
+        return {}
+
+    ca = body(own, "clusters", "cluster").get("certificate-authority-data")
+    token = body(own, "users", "user").get("token")
+    if not name or not ((ca and body(config, "clusters", "cluster").get("certificate-authority-data") == ca) or
+                        (token and body(config, "users", "user").get("token") == token)):
+        return False
+    for section in ("clusters", "users", "contexts"):
+        config[section] = [e for e in config.get(section) or [] if not (isinstance(e, dict) and e.get("name") == name)]
+    if config.get("current-context") == name:
+        config["current-context"] = ""
+    write(path, config)
+    return True
+
+
 @dataclass(frozen=True)
 class Endpoint:
     """Where a kubeconfig's context points: the server URL, a bearer token if any, the default namespace."""

@@ -1,5 +1,5 @@
-"""The cluster's life on this machine: `minik up` (foreground or --detach), `minik down`, `minik status` and
-`minik kubeconfig`.
+"""The cluster's life on this machine: `minik up` (foreground or --detach), `minik status` and
+`minik kubeconfig` (`minik down` and `minik delete-cluster` are in down.py).
 
 The join command (it carries a join token) is shown to a person only, never written to a file: `minik up` in
 the foreground prints it when its output is a terminal (else how to make one: `minik token create
@@ -375,37 +375,11 @@ def up(ctx: click.Context, name: str, data_dir: Path | None, bind: str, port: in
         instance.release()
 
 
-def _cluster_options(f: Any) -> Any:
+def cluster_options(f: Any) -> Any:
     f = click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
                      help="The cluster's state directory [default: ~/.minik/NAME].")(f)
     f = click.option("--name", default="minik", show_default=True, help="Cluster name.")(f)
     return f
-
-
-@click.command()
-@_cluster_options
-@click.option("--timeout", default=WAIT_SECONDS, show_default=True, type=click.FloatRange(min=0),
-              help="Seconds to wait for a clean exit.")
-def down(name: str, data_dir: Path | None, timeout: float) -> None:
-    """Stop a running cluster (SIGTERM, then wait for its clean exit); its state is kept."""
-    instance = Instance(data_dir or default_data_dir(name))
-    state = instance.running()
-    if state is None:
-        click.echo(f"minik: cluster {name!r} is not running", err=True)
-        return
-    if state.pid <= 0:
-        raise fail(f"cluster {name!r} is starting up; try again in a moment")
-    click.echo(f"minik: stopping cluster {name!r} (PID {state.pid})")
-    try:
-        os.kill(state.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
-    deadline = time.monotonic() + timeout
-    while instance.locked_pid() is not None:
-        if time.monotonic() > deadline:
-            raise fail(f"cluster {name!r} (PID {state.pid}) did not stop within {timeout:g}s")
-        time.sleep(0.05)
-    click.echo(f"minik: stopped; state kept in {instance.data_dir}")
 
 
 async def _object_counts(url: str, kubeconfig_path: Path) -> str:
@@ -425,7 +399,7 @@ async def _object_counts(url: str, kubeconfig_path: Path) -> str:
 
 
 @click.command()
-@_cluster_options
+@cluster_options
 def status(name: str, data_dir: Path | None) -> None:
     """Say whether a cluster is running: its PID, API URL, uptime and object counts. Exit code 3 when it is not
     running (as LSB status commands)."""
@@ -451,7 +425,7 @@ def status(name: str, data_dir: Path | None) -> None:
 
 
 @click.command("kubeconfig")
-@_cluster_options
+@cluster_options
 @click.option("--user", "user_name", default=None, metavar="NAME",
               help="Issue a client certificate for this person (signed by the cluster CA, on the cluster's machine) "
                    "and print a kubeconfig that uses it, instead of the admin kubeconfig's path.")
