@@ -18,8 +18,14 @@ from minik.api.errors import StatusError
 from minik.api.registry import ResourceType
 from minik.client import Client, HttpTransport, TransportError
 from minik.manifests import ManifestError
-from minik.cli.errors import CliError, fail  # noqa: F401 - the commands import them from here
-from minik.cli.target import DEFAULT_CLUSTER, Target, current_target, default_data_dir, target_options  # noqa: F401
+# the commands import these from here
+from minik.cli.errors import CliError as CliError
+from minik.cli.errors import fail as fail
+from minik.cli.target import DEFAULT_CLUSTER as DEFAULT_CLUSTER
+from minik.cli.target import Target as Target
+from minik.cli.target import current_target
+from minik.cli.target import default_data_dir as default_data_dir
+from minik.cli.target import target_options as target_options
 
 T = TypeVar("T")
 

@@ -173,14 +173,14 @@ def running_clusters() -> list[tuple[Path, RunState]]:
     home = Path.home() / ".minik"
     if home.is_dir():
         candidates.extend((path, None) for path in home.iterdir() if (path / "running.json").exists())
-    for data_dir, entry in candidates:
+    for data_dir, registered in candidates:
         key = data_dir.resolve()
         if key in found:
             continue
         state = Instance(data_dir).running()
         if state is None:
-            if entry is not None:
-                entry.unlink(missing_ok=True)
+            if registered is not None:
+                registered.unlink(missing_ok=True)
             continue
         found[key] = state
     return sorted(found.items(), key=lambda item: str(item[0]))

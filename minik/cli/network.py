@@ -70,7 +70,7 @@ def _overlaps(cidr: str, others: list[RunState]) -> RunState | None:
     network = ipaddress.ip_network(cidr, strict=False)
     for state in others:
         theirs = ipaddress.ip_network(state.service_cidr or DEFAULT_SERVICE_CIDR, strict=False)
-        if network.version == theirs.version and network.overlaps(theirs):  # type: ignore[arg-type]
+        if network.version == theirs.version and network.overlaps(theirs):
             return state
     return None
 

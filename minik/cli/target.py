@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from minik import kubeconfig
+from minik.kubeconfig import Config, Endpoint
 from minik.cli.errors import fail
 
 #: the default cluster client commands talk to when neither --kubeconfig nor $KUBECONFIG is given
@@ -36,19 +37,19 @@ class Target:
     kubeconfig: Path | None = None
     context: str | None = None
 
-    def endpoint(self) -> kubeconfig.Endpoint:
+    def endpoint(self) -> Endpoint:
         server = self.server.rstrip("/") if self.server else None
         try:
             loaded = self._config()
             if loaded is None or (server and not self.context and not loaded[0].get("current-context")):
                 assert server is not None
-                return kubeconfig.Endpoint(server)  # -s with no kubeconfig to take credentials from
+                return Endpoint(server)  # -s with no kubeconfig to take credentials from
             found = kubeconfig.endpoint_of(loaded[0], self.context, loaded[1])
         except kubeconfig.KubeconfigError as exc:
             raise fail(f"invalid kubeconfig: {exc}") from None
         return dataclasses.replace(found, server=server) if server else found
 
-    def _config(self) -> tuple[kubeconfig.Config, str] | None:
+    def _config(self) -> tuple[Config, str] | None:
         """The kubeconfig to use and how to name it in messages; None when there is none and --server says
         where the server is."""
         if self.kubeconfig is not None:
