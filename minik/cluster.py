@@ -241,14 +241,27 @@ def _kubelet_client_tls(data_dir: Path) -> Callable[[], ssl.SSLContext]:
     return make
 
 
-def _quiet(_line: str) -> None:
+@dataclass(frozen=True)
+class Step:
+    """One start-up step done: which part (``store``, ``apiserver`` or a component's name), a detail for people
+    (the store's path and revision, the URL), and the line that says it."""
+
+    part: str
+    detail: str
+    line: str
+
+    def __str__(self) -> str:
+        return self.line
+
+
+def _quiet(_step: Step) -> None:
     return None
 
 
 class Cluster:
-    def __init__(self, settings: ClusterSettings, progress: Callable[[str], None] = _quiet) -> None:
-        """``progress`` hears one line for people per start-up step (the store, the listener, each component);
-        the log has the same steps for machines."""
+    def __init__(self, settings: ClusterSettings, progress: Callable[[Step], None] = _quiet) -> None:
+        """``progress`` hears of each start-up step (the store, the listener, each component) as it is done; the
+        log has the same steps for machines."""
         self.settings = settings
         self.progress = progress
         self.store: Store | None = None
@@ -358,7 +371,8 @@ class Cluster:
             raise
         for suffix in ("", "-wal", "-shm"):  # the store holds the bootstrap tokens: owner only
             restrict(s.db_path.with_name(s.db_path.name + suffix))
-        self.progress(f"store {s.db_path} open at revision {self.store.revision}")
+        self.progress(Step("store", f"{s.db_path} at revision {self.store.revision}",
+                           f"store {s.db_path} open at revision {self.store.revision}"))
         try:
             reader = ObjectReader(self.store, REGISTRY)
             kubelet_tls = _kubelet_client_tls(s.data_dir)
@@ -390,7 +404,7 @@ class Cluster:
             self.port = int(self._server.sockets[0].getsockname()[1])
             await self.api.publish_master_service(self.host, self.port)
             self._serve_issuer_discovery(self.api, self.issuer)
-            self.progress(f"API server listening on {self.url}")
+            self.progress(Step("apiserver", self.url, f"API server listening on {self.url}"))
             api = self.api
             self.control_plane.add(StaticPod("apiserver", ready=lambda: api.ready and self._server is not None))
             self.client = self.in_process_client(APISERVER)
@@ -454,7 +468,7 @@ class Cluster:
             self.components[name] = component
             self._show(name, component)
             log.info("component started", component=name)
-            self.progress(f"{name} started")
+            self.progress(Step(name, "", f"{name} started"))
 
     def _show(self, name: str, component: Component) -> None:
         """Register a started component as a static pod of the local node."""

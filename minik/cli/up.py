@@ -35,7 +35,7 @@ from minik import kubeconfig
 from minik import log as logging_setup
 from minik.aio import start_task, stop_task
 from minik.api.errors import StatusError
-from minik.cli import network
+from minik.cli import network, progress
 from minik.cli.common import CliError, default_data_dir, fail
 from minik.cli.instance import AlreadyRunning, Instance, RunState
 from minik.cli.output import align, human_duration, parse_time
@@ -172,7 +172,8 @@ async def _serve(settings: ClusterSettings, instance: Instance, update_kubeconfi
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGHUP: the terminal went away
         loop.add_signal_handler(sig, stop.set)
-    cluster = Cluster(settings, progress=lambda line: click.echo(f"minik: {line}"))
+    shown = progress.for_output()
+    cluster = Cluster(settings, progress=shown.step)
     click.echo(f"minik: starting cluster {settings.name!r} (data in {settings.data_dir})")
     try:
         await cluster.start()
@@ -189,14 +190,17 @@ async def _serve(settings: ClusterSettings, instance: Instance, update_kubeconfi
         if update_kubeconfig:
             _merge_user_kubeconfig(settings.name, config)
         instance.publish(cluster.url, settings.name, tuple(sorted(settings.disabled)), settings.service_cidr)
-        if settings.disabled:
-            click.echo(f"minik: disabled: {', '.join(sorted(settings.disabled))}")
-        click.echo(_ready_line(cluster.started_seconds, cluster.url, path), nl=True)
+        await shown.after_start(cluster)
+        lines = [f"minik: disabled: {', '.join(sorted(settings.disabled))}"] if settings.disabled else []
+        lines.append(_ready_line(cluster.started_seconds, cluster.url, path))
+        join: str | None = None
         creds = cluster.credentials
         if not settings.plain_http and creds is not None and cluster.client is not None:
             # a person reads a terminal; a log file or journal would keep the token
-            click.echo(await _join_line(cluster.client, _join_url(settings.bind, cluster.url), creds.ca_hash,
-                                        renew=renew_join_token, show=sys.stdout.isatty()))
+            join = await _join_line(cluster.client, _join_url(settings.bind, cluster.url), creds.ca_hash,
+                                    renew=renew_join_token, show=sys.stdout.isatty())
+            lines.append(join)
+        shown.ready(lines, cluster.started_seconds, cluster.url, path, join)
         sys.stdout.flush()
         freezer = start_task(freeze_survivors(), "freeze survivors")
         try:
