@@ -10,7 +10,7 @@ from typing import TextIO
 
 import structlog
 
-from minik.logtap import NamedLoggerFactory, Tap
+from minik.logtap import NamedLoggerFactory, Tap, add_logger_name
 from minik.security.files import open_private
 
 
@@ -27,7 +27,7 @@ def configure(level: str = "info", path: Path | None = None, stream: TextIO | No
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
-            structlog.stdlib.add_logger_name,
+            add_logger_name,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,

@@ -186,6 +186,14 @@ class NamedLoggerFactory:
         return logger
 
 
+def add_logger_name(logger: Any, method: str, event_dict: Any) -> Any:
+    """structlog processor: the ``logger`` field, the name the logger was asked for (when it has one)."""
+    name = getattr(logger, "name", None)
+    if name:
+        event_dict.setdefault("logger", name)
+    return event_dict
+
+
 def install() -> None:
     """Add the tap to structlog's configuration as it is (idempotent): what `minik up` configures
     (``minik.log.configure``) has it already; a program that configured structlog otherwise (or not at all: the
