@@ -76,7 +76,8 @@ class MirrorPods:
         meta = pod.get("metadata") or {}
         current = self.pods.get(meta.get("name", ""))
         if current is not None and current["metadata"].get("uid") == meta.get("uid"):
-            del self.pods[meta["name"]]
+            del self.pods[meta["name"]]  # deleted by someone else (at once: with no grace)
+            self._hold[meta["name"]] = time.monotonic() + RECREATE_AFTER_SECONDS
         self._wake.set()
 
     def find(self, namespace: str, name: str) -> Obj | None:

@@ -131,6 +131,12 @@ async def test_a_deleted_mirror_pod_is_recreated(tmp_path: Path) -> None:
                                    lambda p: p["metadata"]["uid"] != before["metadata"]["uid"] and ready(p),
                                    namespace="kube-system")
         assert after["metadata"]["labels"] == {"component": "kube-scheduler", "tier": "control-plane"}
+        code, out, err = await kubectl(tmp_path, config, "delete", "pod", "-n", "kube-system",  # at once, too
+                                       f"kube-scheduler-{NODE}", "--grace-period=0", "--force")
+        assert code == 0, err
+        await wait_for_pod(client, f"kube-scheduler-{NODE}",
+                           lambda p: p["metadata"]["uid"] not in (before["metadata"]["uid"], after["metadata"]["uid"])
+                           and ready(p), namespace="kube-system")
 
 
 async def test_a_component_that_does_not_run_has_no_pod_and_a_dns_that_cannot_listen_is_not_ready(
