@@ -30,6 +30,7 @@ from minik.apiserver.request import ApiRequest, ApiResponse, User
 from minik.apiserver.server import ApiServer, ApiSettings
 from minik.client import Client
 from minik.apiserver.admission import default_plugins
+from minik.controlplane import ControlPlane, StaticPod, proxy_pods
 from minik.kubeconfig import Config, for_cluster
 from minik.security import authz
 from minik.security.authn import StaticTokens, TokenAuthenticator
@@ -67,13 +68,13 @@ class Component(Protocol):
 #: gives an in-process client that acts as a user (through authentication, authorization and admission)
 ClientAs = Callable[[User], Client]
 
-#: builds a component from the cluster's settings, its in-process client, and a way to get clients for other
-#: identities (the controllers' service accounts); kept as functions that import their component lazily, so a
-#: disabled component costs nothing at start-up
-ComponentFactory = Callable[["ClusterSettings", Client, ClientAs], Component]
+#: builds a component from the cluster's settings, its in-process client, a way to get clients for other
+#: identities (the controllers' service accounts) and the control plane the local node shows as static pods; kept
+#: as functions that import their component lazily, so a disabled component costs nothing at start-up
+ComponentFactory = Callable[["ClusterSettings", Client, ClientAs, ControlPlane], Component]
 
 
-def _scheduler(settings: "ClusterSettings", client: Client, client_as: ClientAs) -> Component:
+def _scheduler(settings: "ClusterSettings", client: Client, client_as: ClientAs, plane: ControlPlane) -> Component:
     from minik.scheduler import Scheduler
 
     return Scheduler(client)
@@ -88,17 +89,17 @@ def controller_user(controller: str) -> User:
     return service_account_user(*account)
 
 
-def _controllers(settings: "ClusterSettings", client: Client, client_as: ClientAs) -> Component:
+def _controllers(settings: "ClusterSettings", client: Client, client_as: ClientAs, plane: ControlPlane) -> Component:
     from minik.controllers.manager import ControllerManager, ControllerSettings
 
     return ControllerManager(client, ControllerSettings(**settings.controllers),  # type: ignore[arg-type]
                              clients=lambda name: client_as(controller_user(name)))
 
 
-def _node(settings: "ClusterSettings", client: Client, client_as: ClientAs) -> Component:
+def _node(settings: "ClusterSettings", client: Client, client_as: ClientAs, plane: ControlPlane) -> Component:
     from minik.kubelet.component import NodeComponent
 
-    return NodeComponent(settings, client)
+    return NodeComponent(settings, client, plane)
 
 
 #: Python's GIL switch interval while a cluster runs. A worker thread (the store's reader for lists and replays, or
@@ -113,7 +114,7 @@ GIL_SWITCH_INTERVAL_SECONDS = 0.001
 LISTEN_BACKLOG = 1024
 
 
-def _proxy(settings: "ClusterSettings", client: Client, client_as: ClientAs) -> Component:
+def _proxy(settings: "ClusterSettings", client: Client, client_as: ClientAs, plane: ControlPlane) -> Component:
     from minik.kubelet.component import default_node_name
     from minik.proxy import NodeProxy, ProxySettings
 
@@ -240,14 +241,27 @@ def _kubelet_client_tls(data_dir: Path) -> Callable[[], ssl.SSLContext]:
     return make
 
 
-def _quiet(_line: str) -> None:
+@dataclass(frozen=True)
+class Step:
+    """One start-up step done: which part (``store``, ``apiserver`` or a component's name), a detail for people
+    (the store's path and revision, the URL), and the line that says it."""
+
+    part: str
+    detail: str
+    line: str
+
+    def __str__(self) -> str:
+        return self.line
+
+
+def _quiet(_step: Step) -> None:
     return None
 
 
 class Cluster:
-    def __init__(self, settings: ClusterSettings, progress: Callable[[str], None] = _quiet) -> None:
-        """``progress`` hears one line for people per start-up step (the store, the listener, each component);
-        the log has the same steps for machines."""
+    def __init__(self, settings: ClusterSettings, progress: Callable[[Step], None] = _quiet) -> None:
+        """``progress`` hears of each start-up step (the store, the listener, each component) as it is done; the
+        log has the same steps for machines."""
         self.settings = settings
         self.progress = progress
         self.store: Store | None = None
@@ -267,6 +281,8 @@ class Cluster:
         self.components: dict[str, Component] = {}
         self.port: int = settings.port
         self.started_seconds: float = 0.0
+        #: the components running in this process, which the local node shows as its static pods
+        self.control_plane = ControlPlane()
 
     @property
     def host(self) -> str:
@@ -326,6 +342,16 @@ class Cluster:
         return own_node_names(self.settings)
 
     async def start(self) -> None:
+        from minik import logtap
+
+        logtap.install()  # each component's log lines, for its mirror pod
+        source = logtap.SOURCE.set("apiserver")  # what the API server's own tasks log is its
+        try:
+            await self._start()
+        finally:
+            logtap.SOURCE.reset(source)
+
+    async def _start(self) -> None:
         began = time.perf_counter()
         s = self.settings
         private_dir(s.data_dir)  # 0700: everything in it is the cluster's alone
@@ -345,7 +371,8 @@ class Cluster:
             raise
         for suffix in ("", "-wal", "-shm"):  # the store holds the bootstrap tokens: owner only
             restrict(s.db_path.with_name(s.db_path.name + suffix))
-        self.progress(f"store {s.db_path} open at revision {self.store.revision}")
+        self.progress(Step("store", f"{s.db_path} at revision {self.store.revision}",
+                           f"store {s.db_path} open at revision {self.store.revision}"))
         try:
             reader = ObjectReader(self.store, REGISTRY)
             kubelet_tls = _kubelet_client_tls(s.data_dir)
@@ -377,7 +404,9 @@ class Cluster:
             self.port = int(self._server.sockets[0].getsockname()[1])
             await self.api.publish_master_service(self.host, self.port)
             self._serve_issuer_discovery(self.api, self.issuer)
-            self.progress(f"API server listening on {self.url}")
+            self.progress(Step("apiserver", self.url, f"API server listening on {self.url}"))
+            api = self.api
+            self.control_plane.add(StaticPod("apiserver", ready=lambda: api.ready and self._server is not None))
             self.client = self.in_process_client(APISERVER)
             if not s.plain_http:  # a joining node pins the CA it finds over TLS: nothing to pin over plain HTTP
                 from minik.security import joinserver
@@ -417,27 +446,47 @@ class Cluster:
                                                                **self.settings.controllers})
 
     async def _start_components(self) -> None:
-        """Start the enabled components in FACTORIES order, each with the in-process client."""
+        """Start the enabled components in FACTORIES order, each with the in-process client; the lines logged by
+        what a component starts are its own (``minik.logtap.SOURCE``)."""
+        from minik.logtap import SOURCE
+
         assert self.api is not None
         settings = self._component_settings()
         for name, factory in FACTORIES.items():
             if name in self.settings.disabled:
                 continue
             component = factory(settings, self.in_process_client(self.component_user(name)),
-                                self.in_process_client)
+                                self.in_process_client, self.control_plane)
+            source = SOURCE.set(name)
             try:
                 await component.start()
             except BaseException:  # a start that failed or was cancelled half-way: undo what it began
                 await self._stop_component(name, component)
                 raise
+            finally:
+                SOURCE.reset(source)
             self.components[name] = component
+            self._show(name, component)
             log.info("component started", component=name)
-            self.progress(f"{name} started")
+            self.progress(Step(name, "", f"{name} started"))
+
+    def _show(self, name: str, component: Component) -> None:
+        """Register a started component as a static pod of the local node."""
+        if name in ("scheduler", "controllers"):
+            self.control_plane.add(StaticPod(name, ready=lambda: name in self.components))
+        elif name == "proxy":
+            from minik.proxy import NodeProxy
+
+            if isinstance(component, NodeProxy):
+                for pod in proxy_pods(component):
+                    self.control_plane.add(pod)
 
     async def _stop_components(self) -> None:
         """Stop the components in reverse start order, while the API they talk to is still up."""
         for name, component in reversed(list(self.components.items())):
             await self._stop_component(name, component)
+            for shown in ("dns", "proxy") if name == "proxy" else (name,):
+                self.control_plane.remove(shown)
         self.components.clear()
         for client in self._clients:
             await client.close()

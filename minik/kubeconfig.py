@@ -82,6 +82,32 @@ def user_kubeconfig_path() -> Path:
     return Path.home() / ".kube" / "config"
 
 
+def env_paths() -> list[Path]:
+    """The files $KUBECONFIG lists (colon-separated, empty entries skipped); [] when it is unset or empty."""
+    return [Path(part).expanduser() for part in os.environ.get("KUBECONFIG", "").split(os.pathsep) if part]
+
+
+def load_merged(paths: list[Path]) -> Config:
+    """The files of a $KUBECONFIG list merged as kubectl merges them: files that do not exist are skipped; of the
+    clusters, users and contexts of one name the first file's wins; the current context (and the preferences) come
+    from the first file that sets it. File references are made absolute against their own file's directory."""
+    merged: Config = {"apiVersion": "v1", "kind": "Config", "clusters": [], "users": [], "contexts": []}
+    for path in dict.fromkeys(paths):
+        if not path.exists():
+            continue
+        config = absolute_paths(read(path), path.parent)
+        for section in ("clusters", "users", "contexts"):
+            taken = {e.get("name") for e in merged[section]}
+            for entry in config.get(section) or []:
+                if isinstance(entry, dict) and entry.get("name") not in taken:
+                    merged[section].append(entry)
+                    taken.add(entry.get("name"))
+        for key in ("current-context", "preferences"):
+            if not merged.get(key) and config.get(key):
+                merged[key] = config[key]
+    return merged
+
+
 def _upsert(entries: Any, entry: dict[str, Any]) -> list[dict[str, Any]]:
     kept = [e for e in (entries or []) if isinstance(e, dict) and e.get("name") != entry["name"]]
     return [*kept, entry]
@@ -100,6 +126,35 @@ def merge(path: Path, cluster: Config) -> bool:
         config["current-context"] = cluster["current-context"]
     write(path, config)
     return made_current
+
+
+def remove_cluster(path: Path, own: Config) -> bool:
+    """Remove from the kubeconfig at ``path`` the cluster, user and context that ``merge`` put there from ``own``
+    (the config of one cluster, from ``for_cluster``), recognised by their name and the CA or the token ``own``
+    holds, so that another cluster's entries of the same name stay; a current context that was the removed one
+    is unset. Whether anything was removed."""
+    if not path.exists():
+        return False
+    name = own.get("current-context")
+    config = read(path)
+
+    def body(conf: Config, section: str, field: str) -> dict[str, Any]:
+        for entry in conf.get(section) or []:
+            if isinstance(entry, dict) and entry.get("name") == name and isinstance(entry.get(field), dict):
+                return dict(entry[field])
+        return {}
+
+    ca = body(own, "clusters", "cluster").get("certificate-authority-data")
+    token = body(own, "users", "user").get("token")
+    if not name or not ((ca and body(config, "clusters", "cluster").get("certificate-authority-data") == ca) or
+                        (token and body(config, "users", "user").get("token") == token)):
+        return False
+    for section in ("clusters", "users", "contexts"):
+        config[section] = [e for e in config.get(section) or [] if not (isinstance(e, dict) and e.get("name") == name)]
+    if config.get("current-context") == name:
+        config["current-context"] = ""
+    write(path, config)
+    return True
 
 
 @dataclass(frozen=True)
@@ -154,15 +209,20 @@ def _named(config: Config, section: str, name: str, field: str) -> dict[str, Any
 
 def endpoint(path: Path, context: str | None = None) -> Endpoint:
     """The server, token and namespace of ``context`` (default: the current context) in the kubeconfig."""
-    config = read(path)
+    return endpoint_of(absolute_paths(read(path), path.parent), context, str(path))
+
+
+def endpoint_of(config: Config, context: str | None = None, source: str = "kubeconfig") -> Endpoint:
+    """The endpoint of ``context`` (default: the current one) in a loaded ``config`` whose file references are
+    absolute (``absolute_paths``); ``source`` names where the config came from, in messages."""
     name = context or config.get("current-context")
     if not name:
-        raise KubeconfigError(f"{path}: no current context is set")
+        raise KubeconfigError(f"{source}: no current context is set")
     ctx = _named(config, "contexts", str(name), "context")
     cluster = _named(config, "clusters", str(ctx.get("cluster", "")), "cluster")
     server = cluster.get("server")
     if not isinstance(server, str) or not server:
-        raise KubeconfigError(f'{path}: cluster "{ctx.get("cluster", "")}" has no server')
+        raise KubeconfigError(f'{source}: cluster "{ctx.get("cluster", "")}" has no server')
     user: dict[str, Any] = {}
     if ctx.get("user"):
         try:
@@ -172,41 +232,44 @@ def endpoint(path: Path, context: str | None = None) -> Endpoint:
     token = user.get("token")
     namespace = ctx.get("namespace")
     return Endpoint(server, token if isinstance(token, str) and token else None,
-                    namespace if isinstance(namespace, str) and namespace else "default", _ca_data(path, cluster),
+                    namespace if isinstance(namespace, str) and namespace else "default",
+                    _data(source, cluster, "certificate-authority"),
                     cluster.get("insecure-skip-tls-verify") is True,
-                    _data(path, user, "client-certificate"), _data(path, user, "client-key"))
+                    _data(source, user, "client-certificate"), _data(source, user, "client-key"))
 
 
-def _data(path: Path, user: dict[str, Any], field: str) -> bytes | None:
-    """A user's ``FIELD-data`` (base64), or the file ``FIELD`` names (relative to the kubeconfig)."""
-    data = user.get(f"{field}-data")
+#: the fields of a cluster and of a user that name files, relative to the kubeconfig that holds them
+FILE_FIELDS = {"clusters": ("cluster", ("certificate-authority",)),
+               "users": ("user", ("client-certificate", "client-key"))}
+
+
+def absolute_paths(config: Config, base: Path) -> Config:
+    """``config`` with the files its clusters and users name made absolute against ``base`` (the directory of the
+    kubeconfig), as kubectl resolves them in each file before merging several."""
+    for section, (field, names) in FILE_FIELDS.items():
+        for entry in config.get(section) or []:
+            body = entry.get(field) if isinstance(entry, dict) else None
+            if not isinstance(body, dict):
+                continue
+            for name in names:
+                value = body.get(name)
+                if isinstance(value, str) and value:
+                    body[name] = str(base / Path(value).expanduser())
+    return config
+
+
+def _data(source: str, entry: dict[str, Any], field: str) -> bytes | None:
+    """An entry's ``FIELD-data`` (base64), or the contents of the file ``FIELD`` names (an absolute path)."""
+    data = entry.get(f"{field}-data")
     if isinstance(data, str) and data:
         try:
             return base64.b64decode(data, validate=True)
         except (binascii.Error, ValueError):
-            raise KubeconfigError(f"{path}: {field}-data is not base64") from None
-    file = user.get(field)
+            raise KubeconfigError(f"{source}: {field}-data is not base64") from None
+    file = entry.get(field)
     if isinstance(file, str) and file:
         try:
-            return (path.parent / file).expanduser().read_bytes()
+            return Path(file).read_bytes()
         except OSError as exc:
-            raise KubeconfigError(f"{path}: cannot read {field} {file}: {exc.strerror or exc}") from None
-    return None
-
-
-def _ca_data(path: Path, cluster: dict[str, Any]) -> bytes | None:
-    data = cluster.get("certificate-authority-data")
-    if isinstance(data, str) and data:
-        try:
-            return base64.b64decode(data, validate=True)
-        except (binascii.Error, ValueError):
-            raise KubeconfigError(f"{path}: certificate-authority-data is not base64") from None
-    file = cluster.get("certificate-authority")
-    if isinstance(file, str) and file:
-        ca_path = (path.parent / file).expanduser()
-        try:
-            return ca_path.read_bytes()
-        except OSError as exc:
-            raise KubeconfigError(f"{path}: cannot read certificate-authority {ca_path}: "
-                                  f"{exc.strerror or exc}") from None
+            raise KubeconfigError(f"{source}: cannot read {field} {file}: {exc.strerror or exc}") from None
     return None

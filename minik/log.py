@@ -10,11 +10,13 @@ from typing import TextIO
 
 import structlog
 
+from minik.logtap import NamedLoggerFactory, Tap, add_logger_name
 from minik.security.files import open_private
 
 
 def configure(level: str = "info", path: Path | None = None, stream: TextIO | None = None) -> None:
-    """Send logs as JSON lines to ``path`` (appending; the file is 0600) or ``stream`` (default stderr)."""
+    """Send logs as JSON lines to ``path`` (appending; the file is 0600) or ``stream`` (default stderr), each with
+    the name of its logger; each component's lines are also kept for its mirror pod's log (``minik.logtap``)."""
     numeric = logging.getLevelName(level.upper())
     if not isinstance(numeric, int):
         numeric = logging.INFO
@@ -25,12 +27,13 @@ def configure(level: str = "info", path: Path | None = None, stream: TextIO | No
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
+            add_logger_name,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,
-            structlog.processors.JSONRenderer(),
+            Tap(structlog.processors.JSONRenderer()),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.WriteLoggerFactory(file=out),
+        logger_factory=NamedLoggerFactory(structlog.WriteLoggerFactory(file=out)),
         cache_logger_on_first_use=False,
     )

@@ -30,6 +30,7 @@ from minik.api.params import parse_int64
 from minik.api.podcontainers import bound_node, resolve_container
 from minik.api.timestamps import parse_rfc3339
 from minik.apiserver.admission import ObjectReader
+from minik.apiserver.admission.node_restriction import MIRROR_ANNOTATION
 from minik.apiserver.request import ApiRequest, ApiResponse
 from minik.apiserver.requestinfo import RequestInfo
 
@@ -154,6 +155,9 @@ class PodProxy:
         if phase in ("Succeeded", "Failed"):
             raise bad_request(f"cannot exec into a container in a completed pod; current phase is {phase}")
         container = resolve_container(pod, request.query.get("container"))
+        if MIRROR_ANNOTATION in ((pod.get("metadata") or {}).get("annotations") or {}):
+            raise bad_request(f"container {container} of pod {pod['metadata'].get('name')} is part of minik's own "
+                              "process (a mirror pod): there is nothing to run a command in")
         if not _query_list(request.query, "command"):
             raise bad_request("you must specify at least 1 command")
         target = self._kubelet(pod)

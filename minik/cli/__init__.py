@@ -1,6 +1,6 @@
 """The `minik` command: one click group, one module per command group.
 
-Cluster life: up, down, status, kubeconfig (up.py). Client commands, which reach the API like kubectl: apply,
+Cluster life: up, status, kubeconfig (up.py); down, delete-cluster (down.py). Client commands, which reach the API like kubectl: apply,
 get, describe, delete. Human output goes to stdout, errors to stderr with a non-zero exit code.
 """
 
@@ -14,12 +14,13 @@ from minik.cli.common import target_options
 from minik.cli.containers import exec_command, logs
 from minik.cli.controllers import controllers
 from minik.cli.delete import delete
+from minik.cli.down import delete_cluster, down
 from minik.cli.describe import describe
 from minik.cli.get import get
 from minik.cli.node import node
 from minik.cli.scheduling import explain, scheduler
 from minik.cli.token import token
-from minik.cli.up import down, kubeconfig_path, status, up
+from minik.cli.up import kubeconfig_path, status, up
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -28,12 +29,13 @@ from minik.cli.up import down, kubeconfig_path, status, up
 def cli() -> None:
     """minik: a Kubernetes-style cluster in one process.
 
-    Start one with `minik up -d`; `minik get`, `apply`, `describe` and `delete` then talk to it (or to any
-    cluster given by --server or --kubeconfig), and so does kubectl with --kubeconfig $(minik kubeconfig).
+    Start one with `minik up -d`; `minik get`, `apply`, `describe`, `delete`, `logs` and `exec` then talk to it
+    (or to the cluster of $KUBECONFIG or --kubeconfig, as kubectl does), and so does kubectl with --kubeconfig
+    $(minik kubeconfig). `minik delete-cluster` removes one with its containers and data.
     """
 
 
-for command in (up, down, status, kubeconfig_path, apply, get, describe, delete, scheduler, explain, controllers,
+for command in (up, down, delete_cluster, status, kubeconfig_path, apply, get, describe, delete, scheduler, explain, controllers,
                 logs, exec_command, node, token):
     cli.add_command(command)
 

@@ -1,4 +1,4 @@
-"""What every client command shares: where the server is (--server, --kubeconfig, the local cluster), running a
+"""What every client command shares: where the server is (minik.cli.target), running a
 command's coroutine on its own event loop, and turning failures into kubectl's one-line messages on stderr."""
 
 from __future__ import annotations
@@ -18,29 +18,21 @@ from minik.api.errors import StatusError
 from minik.api.registry import ResourceType
 from minik.client import Client, HttpTransport, TransportError
 from minik.manifests import ManifestError
+# the commands import these from here
+from minik.cli.errors import CliError as CliError
+from minik.cli.errors import fail as fail
+from minik.cli.target import DEFAULT_CLUSTER as DEFAULT_CLUSTER
+from minik.cli.target import Target as Target
+from minik.cli.target import current_target
+from minik.cli.target import default_data_dir as default_data_dir
+from minik.cli.target import target_options as target_options
 
 T = TypeVar("T")
-
-#: the default cluster client commands talk to when neither --server nor --kubeconfig is given
-DEFAULT_CLUSTER = "minik"
 
 #: ask for the server's Table rendering, falling back to plain JSON (as kubectl's Accept header does)
 TABLE_ACCEPT = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 
 
-def default_data_dir(name: str) -> Path:
-    return Path.home() / ".minik" / name
-
-
-class CliError(click.ClickException):
-    """A user-facing failure: its message goes to stderr as it is (already in kubectl's words), exit code 1."""
-
-    def show(self, file: Any = None) -> None:
-        click.echo(self.message, err=True)
-
-
-def fail(message: str) -> CliError:
-    return CliError(f"error: {message}")
 
 
 # -- errors as kubectl prints them ------------------------------------------------------------------------------
@@ -72,61 +64,7 @@ def transport_message(exc: TransportError, server: str) -> str:
     return f"Unable to connect to the server: {exc}"
 
 
-# -- where the server is ----------------------------------------------------------------------------------------
-@dataclass
-class Target:
-    """How a client command reaches the API: from --server, --kubeconfig (+ --context) or the local cluster."""
-
-    server: str | None = None
-    kubeconfig: Path | None = None
-    context: str | None = None
-
-    def endpoint(self) -> kubeconfig.Endpoint:
-        if self.server:
-            return kubeconfig.Endpoint(self.server.rstrip("/"))
-        path = self.kubeconfig
-        if path is None:
-            path = default_data_dir(DEFAULT_CLUSTER) / "kubeconfig"
-            if not path.exists():
-                raise fail(f'no minik cluster "{DEFAULT_CLUSTER}" found ({path} does not exist): start one with '
-                           '"minik up -d", or pass --server URL or --kubeconfig PATH')
-        try:
-            return kubeconfig.endpoint(path, self.context)
-        except kubeconfig.KubeconfigError as exc:
-            raise fail(f"invalid kubeconfig: {exc}") from None
-
-
-_TARGET_KEY = "minik.target"
-
-
-def _target(ctx: click.Context) -> Target:
-    target = ctx.meta.get(_TARGET_KEY)
-    if target is None:
-        target = ctx.meta[_TARGET_KEY] = Target()
-    return target
-
-
-def _store(field: str) -> Callable[[click.Context, click.Parameter, Any], None]:
-    def callback(ctx: click.Context, _param: click.Parameter, value: Any) -> None:
-        if value is not None:
-            setattr(_target(ctx), field, value)
-    return callback
-
-
-def target_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """--server, --kubeconfig and --context, accepted before the command name (``minik --server URL get po``) or
-    after it; they are recorded in the context, not passed to the command."""
-    f = click.option("--context", default=None, expose_value=False, callback=_store("context"),
-                     help="The kubeconfig context to use [default: its current context].")(f)
-    f = click.option("--kubeconfig", default=None, expose_value=False, callback=_store("kubeconfig"),
-                     type=click.Path(dir_okay=False, path_type=Path),
-                     help=f"Kubeconfig file to use [default: the local cluster's, "
-                          f"~/.minik/{DEFAULT_CLUSTER}/kubeconfig].")(f)
-    f = click.option("--server", "-s", default=None, expose_value=False, callback=_store("server"),
-                     help="The API server's URL (overrides --kubeconfig).")(f)
-    return f
-
-
+# -- where the server is: minik.cli.target -------------------------------------------------------------------
 def namespace_option(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--namespace", "-n", default=None,
                         help="Namespace [default: the kubeconfig context's, else default].")(f)
@@ -148,7 +86,7 @@ class Session:
 
     @classmethod
     def current(cls) -> "Session":
-        return cls(_target(click.get_current_context()).endpoint())
+        return cls(current_target(click.get_current_context()).endpoint())
 
     def namespace(self, given: str | None) -> str:
         return given or self.endpoint.namespace

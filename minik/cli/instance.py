@@ -4,13 +4,18 @@ URL since when.
 The running `minik up` holds an exclusive lock on ``DATA_DIR/minik.lock`` (holding its PID) for its whole life,
 so two processes never serve one store, and "running" means exactly "the lock is held" — a crashed process
 releases it, whatever its PID became. Once ready it writes ``DATA_DIR/running.json`` (URL, start time, disabled
-components) and removes it when it stops. The data directory is 0700 and both files 0600
+components, service range) and removes it when it stops. The data directory is 0700 and both files 0600
 (``minik.security.files``).
+
+So that a cluster can see the others running on this machine (and choose a service range and a port of its
+own), a running cluster also names its data directory in ``~/.minik/running/``: one file per data directory,
+removed when it stops; an entry whose cluster is not running (it was killed) is ignored and removed.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -31,17 +36,26 @@ class RunState:
     started_at: str = ""
     kubeconfig: str = ""
     disabled: tuple[str, ...] = field(default_factory=tuple)
+    service_cidr: str = ""
+    """The cluster's service range ("" from a minik that did not record it: the default one)."""
 
     def to_json(self) -> str:
         return json.dumps({"pid": self.pid, "url": self.url, "name": self.name, "startedAt": self.started_at,
-                           "kubeconfig": self.kubeconfig, "disabled": list(self.disabled)}, indent=2) + "\n"
+                           "kubeconfig": self.kubeconfig, "disabled": list(self.disabled),
+                           "serviceCIDR": self.service_cidr}, indent=2) + "\n"
 
     @classmethod
     def from_json(cls, text: str) -> "RunState":
         data: dict[str, Any] = json.loads(text)
         return cls(int(data["pid"]), str(data.get("url", "")), str(data.get("name", "")),
                    str(data.get("startedAt", "")), str(data.get("kubeconfig", "")),
-                   tuple(str(d) for d in data.get("disabled") or ()))
+                   tuple(str(d) for d in data.get("disabled") or ()), str(data.get("serviceCIDR", "")))
+
+    @property
+    def port(self) -> int | None:
+        """The API server's port, from the URL (None while starting)."""
+        tail = self.url.rsplit(":", 1)[-1].rstrip("/")
+        return int(tail) if tail.isdigit() else None
 
 
 class AlreadyRunning(Exception):
@@ -92,6 +106,7 @@ class Instance:
 
     def release(self) -> None:
         self.state_path.unlink(missing_ok=True)
+        _registry_entry(self.data_dir).unlink(missing_ok=True)
         if self._lock is not None:
             self._lock.close()  # closing the file drops the lock
             self._lock = None
@@ -112,10 +127,13 @@ class Instance:
             return None
 
     # -- the published state ---------------------------------------------------------------------------------
-    def publish(self, url: str, name: str, disabled: tuple[str, ...]) -> RunState:
+    def publish(self, url: str, name: str, disabled: tuple[str, ...], service_cidr: str = "") -> RunState:
         state = RunState(os.getpid(), url, name, datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                         str(self.kubeconfig_path), disabled)
+                         str(self.kubeconfig_path), disabled, service_cidr)
         write_private(self.state_path, state.to_json().encode())
+        entry = _registry_entry(self.data_dir)
+        private_dir(entry.parent)
+        write_private(entry, f"{self.data_dir.resolve()}\n".encode())
         return state
 
     def running(self) -> RunState | None:
@@ -129,3 +147,40 @@ class Instance:
         except (OSError, ValueError, KeyError):
             return RunState(pid)
         return state if state.pid == pid else RunState(pid)
+
+
+def registry_dir() -> Path:
+    """Where running clusters name their data directories: ~/.minik/running."""
+    return Path.home() / ".minik" / "running"
+
+
+def _registry_entry(data_dir: Path) -> Path:
+    return registry_dir() / hashlib.sha256(str(data_dir.resolve()).encode()).hexdigest()[:16]
+
+
+def running_clusters() -> list[tuple[Path, RunState]]:
+    """The clusters running on this machine that have published their state: those named in the registry and
+    those in the default place (~/.minik/NAME, for a minik that kept no registry). A stale registry entry is
+    removed."""
+    found: dict[Path, RunState] = {}
+    candidates: list[tuple[Path, Path | None]] = []
+    if registry_dir().is_dir():
+        for entry in registry_dir().iterdir():
+            try:
+                candidates.append((Path(entry.read_text(encoding="utf-8").strip()), entry))
+            except OSError:
+                continue
+    home = Path.home() / ".minik"
+    if home.is_dir():
+        candidates.extend((path, None) for path in home.iterdir() if (path / "running.json").exists())
+    for data_dir, registered in candidates:
+        key = data_dir.resolve()
+        if key in found:
+            continue
+        state = Instance(data_dir).running()
+        if state is None:
+            if registered is not None:
+                registered.unlink(missing_ok=True)
+            continue
+        found[key] = state
+    return sorted(found.items(), key=lambda item: str(item[0]))

@@ -1,5 +1,5 @@
-"""The cluster's life on this machine: `minik up` (foreground or --detach), `minik down`, `minik status` and
-`minik kubeconfig`.
+"""The cluster's life on this machine: `minik up` (foreground or --detach), `minik status` and
+`minik kubeconfig` (`minik down` and `minik delete-cluster` are in down.py).
 
 The join command (it carries a join token) is shown to a person only, never written to a file: `minik up` in
 the foreground prints it when its output is a terminal (else how to make one: `minik token create
@@ -35,6 +35,7 @@ from minik import kubeconfig
 from minik import log as logging_setup
 from minik.aio import start_task, stop_task
 from minik.api.errors import StatusError
+from minik.cli import network, progress
 from minik.cli.common import CliError, default_data_dir, fail
 from minik.cli.instance import AlreadyRunning, Instance, RunState
 from minik.cli.output import align, human_duration, parse_time
@@ -66,14 +67,16 @@ def _components(_ctx: click.Context, _param: click.Parameter, values: tuple[str,
     return frozenset(chosen)
 
 
-def _service_cidr(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+def _service_cidr(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
     try:
-        network = ipaddress.ip_network(value, strict=False)
+        parsed = ipaddress.ip_network(value, strict=False)
     except ValueError:
         raise click.BadParameter(f"{value!r} is not a CIDR (e.g. 10.96.0.0/12)") from None
-    if network.num_addresses < 8:
+    if parsed.num_addresses < 8:
         raise click.BadParameter(f"{value} is too small: a service range needs at least 8 addresses")
-    return str(network)
+    return str(parsed)
 
 
 def _listen_error(settings: ClusterSettings, exc: OSError) -> CliError:
@@ -169,7 +172,8 @@ async def _serve(settings: ClusterSettings, instance: Instance, update_kubeconfi
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGHUP: the terminal went away
         loop.add_signal_handler(sig, stop.set)
-    cluster = Cluster(settings, progress=lambda line: click.echo(f"minik: {line}"))
+    shown = progress.for_output()
+    cluster = Cluster(settings, progress=shown.step)
     click.echo(f"minik: starting cluster {settings.name!r} (data in {settings.data_dir})")
     try:
         await cluster.start()
@@ -185,15 +189,18 @@ async def _serve(settings: ClusterSettings, instance: Instance, update_kubeconfi
             raise fail(f"cannot write {path}: {exc.strerror or exc}") from None
         if update_kubeconfig:
             _merge_user_kubeconfig(settings.name, config)
-        instance.publish(cluster.url, settings.name, tuple(sorted(settings.disabled)))
-        if settings.disabled:
-            click.echo(f"minik: disabled: {', '.join(sorted(settings.disabled))}")
-        click.echo(_ready_line(cluster.started_seconds, cluster.url, path), nl=True)
+        instance.publish(cluster.url, settings.name, tuple(sorted(settings.disabled)), settings.service_cidr)
+        await shown.after_start(cluster)
+        lines = [f"minik: disabled: {', '.join(sorted(settings.disabled))}"] if settings.disabled else []
+        lines.append(_ready_line(cluster.started_seconds, cluster.url, path))
+        join: str | None = None
         creds = cluster.credentials
         if not settings.plain_http and creds is not None and cluster.client is not None:
             # a person reads a terminal; a log file or journal would keep the token
-            click.echo(await _join_line(cluster.client, _join_url(settings.bind, cluster.url), creds.ca_hash,
-                                        renew=renew_join_token, show=sys.stdout.isatty()))
+            join = await _join_line(cluster.client, _join_url(settings.bind, cluster.url), creds.ca_hash,
+                                    renew=renew_join_token, show=sys.stdout.isatty())
+            lines.append(join)
+        shown.ready(lines, cluster.started_seconds, cluster.url, path, join)
         sys.stdout.flush()
         freezer = start_task(freeze_survivors(), "freeze survivors")
         try:
@@ -215,16 +222,15 @@ def _say(line: str) -> None:
         pass
 
 
-def _child_args(ctx: click.Context, data_dir: Path) -> list[str]:
-    """The command line of the background `minik up`: this one, without --detach."""
+def _child_args(ctx: click.Context, data_dir: Path, port: int, service_cidr: str) -> list[str]:
+    """The command line of the background `minik up`: this one, without --detach, with the port and service range
+    chosen."""
     p = ctx.params
     args = [sys.executable, "-m", "minik", "up", "--name", p["name"], "--data-dir", str(data_dir.resolve()),
-            "--bind", p["bind"], "--port", str(p["port"]), "--sync", p["synchronous"], "--log-level",
-            p["log_level"]]
+            "--bind", p["bind"], "--port", str(port), "--service-cidr", service_cidr, "--sync", p["synchronous"],
+            "--log-level", p["log_level"]]
     if p["log_file"] is not None:
         args += ["--log-file", str(p["log_file"]) if str(p["log_file"]) == "-" else str(p["log_file"].resolve())]
-    if p["service_cidr"] != "10.96.0.0/12":
-        args += ["--service-cidr", p["service_cidr"]]
     for component in sorted(p["disabled"]):
         args += ["--disable", component]
     if p["no_node"]:
@@ -259,12 +265,14 @@ def _answers_ready(url: str, ca_path: Path) -> bool:
         return False
 
 
-def _detach(ctx: click.Context, name: str, instance: Instance, renew_join_token: bool) -> None:
+def _detach(ctx: click.Context, name: str, instance: Instance, renew_join_token: bool, port: int,
+            service_cidr: str) -> None:
     began = time.monotonic()
     console_path = instance.console_path
     with os.fdopen(open_private(console_path), "ab") as console:
         offset = os.lseek(console.fileno(), 0, os.SEEK_END)
-        process = subprocess.Popen(_child_args(ctx, instance.data_dir), stdin=subprocess.DEVNULL, stdout=console,
+        process = subprocess.Popen(_child_args(ctx, instance.data_dir, port, service_cidr), stdin=subprocess.DEVNULL,
+                                   stdout=console,
                                    stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
     click.echo(f"minik: starting cluster {name!r} in the background (data in {instance.data_dir})")
     state: RunState | None = None
@@ -300,15 +308,17 @@ def _detach(ctx: click.Context, name: str, instance: Instance, renew_join_token:
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="State directory [default: ~/.minik/NAME].")
 @click.option("--bind", default="127.0.0.1", show_default=True, help="Address the API server listens on.")
-@click.option("--port", default=6443, show_default=True, type=click.IntRange(0, 65535),
-              help="API server port (0 picks a free one).")
+@click.option("--port", default=None, type=click.IntRange(0, 65535),
+              help="API server port (0 picks a free one) [default: the one the cluster last used, else 6443, or the "
+                   "next free port when another minik cluster has that one].")
 @click.option("--detach", "-d", is_flag=True,
               help="Start in the background, return once the API answers /readyz (stop it with `minik down`).")
 @click.option("--disable", "disabled", multiple=True, metavar="COMPONENT", callback=_components,
               help=f"Do not start a component: {', '.join(COMPONENTS)} (repeat, or separate with commas), e.g. "
                    "to run it elsewhere (`minik scheduler --server URL`) or not at all.")
-@click.option("--service-cidr", default="10.96.0.0/12", show_default=True, callback=_service_cidr,
-              help="The range Service cluster IPs are allocated from.")
+@click.option("--service-cidr", default=None, callback=_service_cidr,
+              help="The range Service cluster IPs are allocated from [default: the one the cluster was made with, "
+                   "else 10.96.0.0/12, or the next free /12 when another minik cluster has that one].")
 @click.option("--no-node", is_flag=True, help="Do not run a node for this machine.")
 @click.option("--fake-nodes", default=0, show_default=True, type=click.IntRange(0),
               help="Add this many simulated nodes (no containers; pods run after a short delay).")
@@ -331,8 +341,8 @@ def _detach(ctx: click.Context, name: str, instance: Instance, renew_join_token:
 @click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Where the JSON log goes [default: DATA_DIR/minik.log; '-' for stderr].")
 @click.pass_context
-def up(ctx: click.Context, name: str, data_dir: Path | None, bind: str, port: int, detach: bool,
-       disabled: frozenset[str], service_cidr: str, no_node: bool, fake_nodes: int, node_name: str | None,
+def up(ctx: click.Context, name: str, data_dir: Path | None, bind: str, port: int | None, detach: bool,
+       disabled: frozenset[str], service_cidr: str | None, no_node: bool, fake_nodes: int, node_name: str | None,
        runtime: str, plain_http: bool, tls_san: tuple[str, ...], update_kubeconfig: bool, synchronous: str,
        log_level: str, log_file: Path | None) -> None:
     """Start a cluster: in the foreground until Ctrl-C or SIGTERM, or in the background with --detach.
@@ -354,8 +364,16 @@ def up(ctx: click.Context, name: str, data_dir: Path | None, bind: str, port: in
         renew_join_token = instance.console_path in private_data_dir(data)
     except OSError as exc:
         raise fail(f"cannot make {data} private: {exc.strerror or exc}") from None
+    try:
+        chosen_cidr, chosen_port = network.service_cidr(service_cidr, data), network.port(port, data, bind)
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    for note in (chosen_cidr.note, chosen_port.note):
+        if note:
+            click.echo(note, err="warning:" in note)
+    service_cidr, port = str(chosen_cidr.value), int(chosen_port.value)
     if detach:
-        _detach(ctx, name, instance, renew_join_token)
+        _detach(ctx, name, instance, renew_join_token, port, service_cidr)
         return
     try:
         instance.acquire()
@@ -370,42 +388,17 @@ def up(ctx: click.Context, name: str, data_dir: Path | None, bind: str, port: in
                                    disabled=disabled, service_cidr=service_cidr, local_node=not no_node,
                                    fake_nodes=fake_nodes, node_name=node_name, node_runtime=runtime,
                                    plain_http=plain_http, tls_sans=tls_san)
+        network.record(data, service_cidr, port)
         run(_serve(settings, instance, update_kubeconfig, renew_join_token))
     finally:
         instance.release()
 
 
-def _cluster_options(f: Any) -> Any:
+def cluster_options(f: Any) -> Any:
     f = click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
                      help="The cluster's state directory [default: ~/.minik/NAME].")(f)
     f = click.option("--name", default="minik", show_default=True, help="Cluster name.")(f)
     return f
-
-
-@click.command()
-@_cluster_options
-@click.option("--timeout", default=WAIT_SECONDS, show_default=True, type=click.FloatRange(min=0),
-              help="Seconds to wait for a clean exit.")
-def down(name: str, data_dir: Path | None, timeout: float) -> None:
-    """Stop a running cluster (SIGTERM, then wait for its clean exit); its state is kept."""
-    instance = Instance(data_dir or default_data_dir(name))
-    state = instance.running()
-    if state is None:
-        click.echo(f"minik: cluster {name!r} is not running", err=True)
-        return
-    if state.pid <= 0:
-        raise fail(f"cluster {name!r} is starting up; try again in a moment")
-    click.echo(f"minik: stopping cluster {name!r} (PID {state.pid})")
-    try:
-        os.kill(state.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
-    deadline = time.monotonic() + timeout
-    while instance.locked_pid() is not None:
-        if time.monotonic() > deadline:
-            raise fail(f"cluster {name!r} (PID {state.pid}) did not stop within {timeout:g}s")
-        time.sleep(0.05)
-    click.echo(f"minik: stopped; state kept in {instance.data_dir}")
 
 
 async def _object_counts(url: str, kubeconfig_path: Path) -> str:
@@ -425,7 +418,7 @@ async def _object_counts(url: str, kubeconfig_path: Path) -> str:
 
 
 @click.command()
-@_cluster_options
+@cluster_options
 def status(name: str, data_dir: Path | None) -> None:
     """Say whether a cluster is running: its PID, API URL, uptime and object counts. Exit code 3 when it is not
     running (as LSB status commands)."""
@@ -451,7 +444,7 @@ def status(name: str, data_dir: Path | None) -> None:
 
 
 @click.command("kubeconfig")
-@_cluster_options
+@cluster_options
 @click.option("--user", "user_name", default=None, metavar="NAME",
               help="Issue a client certificate for this person (signed by the cluster CA, on the cluster's machine) "
                    "and print a kubeconfig that uses it, instead of the admin kubeconfig's path.")

@@ -15,8 +15,10 @@ from typing import Any
 import structlog
 
 from minik.client import Client
+from minik.controlplane import ControlPlane, StaticPod
 from minik.kubelet.containers import ContainerConfigs
 from minik.kubelet.kubelet import Kubelet, KubeletSettings
+from minik.kubelet.mirror import is_mirror
 from minik.kubelet.node import NodeConfig, host_address, host_capacity, well_known_labels
 from minik.kubelet.server import DEFAULT_PORT, KubeletServer
 
@@ -62,6 +64,9 @@ class AgentSettings:
 
     kubelet: KubeletSettings = field(default_factory=KubeletSettings)
 
+    control_plane: ControlPlane | None = None
+    """The in-process components this node shows as its static pods (`minik up`'s local node)."""
+
 
 class NodeAgent:
     def __init__(self, client: Client, settings: AgentSettings) -> None:
@@ -91,12 +96,17 @@ class NodeAgent:
         def find_pod(namespace: str, name: str) -> Obj | None:
             return kubelet.find_pod(namespace, name) if kubelet is not None else None
 
-        self.server = KubeletServer(runtime, find_pod, s.tls)
+        def static_pod(pod: Obj) -> StaticPod | None:
+            if kubelet is None or kubelet.mirror is None or not is_mirror(pod):
+                return None
+            return kubelet.mirror.static_pod(pod)
+
+        self.server = KubeletServer(runtime, find_pod, s.tls, static_pod)
         try:
             port = await self.server.start(s.bind, s.port)
             node = self.node_config(port)
             configs = ContainerConfigs(self.client, s.data_dir, node.address, node.capacity)
-            kubelet = self.kubelet = Kubelet(self.client, runtime, [node], s.kubelet, configs)
+            kubelet = self.kubelet = Kubelet(self.client, runtime, [node], s.kubelet, configs, s.control_plane)
             await kubelet.start()
         except BaseException:
             # Undo what began. When the start was cancelled, this cleanup may itself be cut short: the owner's

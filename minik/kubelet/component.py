@@ -13,6 +13,7 @@ import structlog
 
 from minik.aio import start_task, stop_task
 from minik.client import Client
+from minik.controlplane import ControlPlane
 from minik.kubelet.agent import AgentSettings, NodeAgent
 from minik.kubelet.kubelet import Kubelet, KubeletSettings
 from minik.kubelet.node import NodeConfig, host_address, well_known_labels
@@ -58,9 +59,12 @@ def own_node_names(settings: "ClusterSettings") -> frozenset[str]:
 
 
 class NodeComponent:
-    def __init__(self, settings: "ClusterSettings", client: Client) -> None:
+    def __init__(self, settings: "ClusterSettings", client: Client, control_plane: ControlPlane | None = None) -> None:
+        """``control_plane``: the cluster's in-process components, which the local node shows as its static
+        pods."""
         self.settings = settings
         self.client = client
+        self.control_plane = control_plane
         self.kubelets: list[Kubelet] = []
         self.local: Kubelet | None = None
         self.agent: NodeAgent | None = None
@@ -94,7 +98,8 @@ class NodeComponent:
 
         tls = await asyncio.to_thread(local_serving_context, s.data_dir, name, (address,))
         agent = NodeAgent(self.client, AgentSettings(name, data_dir, tls, s.node_runtime, address=address,
-                                                     kubelet=self._kubelet_settings()))
+                                                     kubelet=self._kubelet_settings(),
+                                                     control_plane=self.control_plane))
         self.agent = agent  # stop() undoes a start cancelled half-way
         await agent.start()
         assert agent.kubelet is not None

@@ -15,8 +15,10 @@ import structlog
 
 from minik.aio import start_task, stop_task
 from minik.client import Client
+from minik.controlplane import ControlPlane
 from minik.events import EventRecorder
 from minik.informers import Informer
+from minik.kubelet.mirror import MirrorPods, is_mirror
 from minik.kubelet.node import NodeConfig, NodeKeeper
 from minik.kubelet.podworker import ConfigBuilder, PodWorkers, WorkerSettings
 from minik.kubelet.runtimes.base import Runtime
@@ -51,7 +53,9 @@ def _same_intent(old: Obj, new: Obj) -> bool:
 
 class Kubelet:
     def __init__(self, client: Client, runtime: Runtime, nodes: Sequence[NodeConfig],
-                 settings: KubeletSettings | None = None, build_config: ConfigBuilder | None = None) -> None:
+                 settings: KubeletSettings | None = None, build_config: ConfigBuilder | None = None,
+                 control_plane: ControlPlane | None = None) -> None:
+        """``control_plane``: the in-process components this (single) node shows as its static pods."""
         if not nodes:
             raise ValueError("a kubelet serves at least one node")
         self.client = client
@@ -69,6 +73,11 @@ class Kubelet:
         self.informer = Informer(client, "pods", field_selector=selector, resync_seconds=self.settings.resync_seconds)
         self.informer.add_handlers(self._on_pod, self._on_pod_update, self._on_pod_delete)
         self.pods: dict[str, Obj] = {}
+        self.mirror: MirrorPods | None = None
+        if control_plane is not None:
+            first = nodes[0]
+            self.mirror = MirrorPods(client, control_plane, first.name, first.address,
+                                     lambda: self.keeper.uid(first.name))
         self._tasks: list[asyncio.Task[None]] = []
         self._log = log.bind(nodes=len(nodes) if len(nodes) > 1 else nodes[0].name, runtime=runtime.name)
 
@@ -84,12 +93,19 @@ class Kubelet:
 
     # -- events -----------------------------------------------------------------------------------------------
     def _on_pod(self, pod: Obj) -> None:
+        if is_mirror(pod):  # never run: the mirror of a static pod, which its manager keeps
+            if self.mirror is not None and (pod.get("spec") or {}).get("nodeName") in self.nodes:
+                self.mirror.seen(pod)
+            return
         if (pod.get("spec") or {}).get("nodeName") in self.nodes:
             uid = pod["metadata"]["uid"]
             self.pods[uid] = pod
             self.queue.add(uid)
 
     def _on_pod_update(self, old: Obj, pod: Obj) -> None:
+        if is_mirror(pod):
+            self._on_pod(pod)
+            return
         if old is not pod and _same_intent(old, pod):
             # only the status changed (most often our own write): keep the newest copy, sync nothing, as
             # Kubernetes' kubelet ignores status-only updates
@@ -100,6 +116,10 @@ class Kubelet:
         self._on_pod(pod)
 
     def _on_pod_delete(self, pod: Obj) -> None:
+        if is_mirror(pod):
+            if self.mirror is not None:
+                self.mirror.gone(pod)
+            return
         uid = (pod.get("metadata") or {}).get("uid")
         if uid in self.pods:
             del self.pods[uid]
@@ -126,6 +146,8 @@ class Kubelet:
         self.informer.start()
         self._tasks.extend(start_task(self._work(), f"kubelet worker {i}") for i in range(self.settings.workers))
         self._tasks.append(start_task(self._collect_orphans(), "kubelet orphans"))
+        if self.mirror is not None:
+            self._tasks.append(start_task(self._keep_mirror_pods(self.mirror), "kubelet mirror pods"))
         self._log.info("kubelet started")
 
     async def stop(self) -> None:
@@ -141,8 +163,16 @@ class Kubelet:
             await self.recorder.stop()
         self._log.info("kubelet stopped")
 
+    async def _keep_mirror_pods(self, mirror: MirrorPods) -> None:
+        await self.keeper.registered.wait()
+        await self.informer.wait_for_sync()
+        await mirror.run()
+
     def find_pod(self, namespace: str, name: str) -> Obj | None:
-        """The pod of that name bound to this kubelet (the live one when an old one still terminates)."""
+        """The pod of that name bound to this kubelet (the live one when an old one still terminates), or one of
+        its mirror pods."""
+        if self.mirror is not None and (mirror := self.mirror.find(namespace, name)) is not None:
+            return mirror
         found = None
         for pod in self.pods.values():
             meta = pod.get("metadata") or {}

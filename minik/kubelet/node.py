@@ -184,6 +184,10 @@ class NodeKeeper:
         self._uids: dict[str, str] = {}
         self.registered = asyncio.Event()
 
+    def uid(self, name: str) -> str | None:
+        """The uid of a node once registered."""
+        return self._uids.get(name)
+
     async def run(self) -> None:
         backoff = Backoff(initial=0.2, maximum=10.0, jitter=0.2)
         pending = list(self.nodes.values())

@@ -6,6 +6,9 @@
   v5.channel.k8s.io (or v4), relayed to a command started in the container;
 - ``GET /healthz``.
 
+The node's mirror pods (minik's in-process components, ``minik.kubelet.mirror``) have no container: their log is
+the component's own log lines (``minik.logtap``), and nothing can be run in them.
+
 It is served over TLS only (``minik.security.kubelet``): the node's serving certificate signed by the cluster CA,
 a client certificate from that CA required, and only admins' (the API server's ``apiserver-kubelet-client``,
 an admin's ``admin-client``) let through, on every path.
@@ -15,7 +18,7 @@ from __future__ import annotations
 
 import errno
 import ssl
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import structlog
@@ -26,6 +29,7 @@ from minik.api import remotecommand as rc
 from minik.api.errors import StatusError, bad_request, not_found
 from minik.api.params import non_negative_int
 from minik.api.podcontainers import resolve_container, waiting_reason
+from minik.controlplane import StaticPod
 from minik.kubelet.runtimes.base import ContainerInfo, ExecSession, PodRecord, Runtime, RuntimeFailure
 from minik.security.kubelet import access_middleware
 
@@ -46,11 +50,13 @@ def _flag(request: web.Request, name: str) -> bool:
 
 class KubeletServer:
     def __init__(self, runtime: Runtime, find_pod: Callable[[str, str], Obj | None],
-                 ssl_context: ssl.SSLContext) -> None:
+                 ssl_context: ssl.SSLContext, static_pod: Callable[[Obj], StaticPod | None] | None = None) -> None:
         """``ssl_context``: the node's serving context (``minik.security.kubelet.serving_context``), which asks
-        every caller for a client certificate signed by the cluster CA."""
+        every caller for a client certificate signed by the cluster CA. ``static_pod``: the component a mirror pod
+        shows (None for any other pod)."""
         self.runtime = runtime
         self.find_pod = find_pod
+        self.static_pod = static_pod or (lambda pod: None)
         self.ssl_context = ssl_context
         self.port = 0
         self._runner: web.AppRunner | None = None
@@ -108,23 +114,40 @@ class KubeletServer:
         pod, container, record = await self._target(request)
         pod_name = pod["metadata"]["name"]
         previous = _flag(request, "previous")
-        info: ContainerInfo | None = None
-        if record is not None:
-            info = record.previous(container) if previous else record.latest(container)
-        if info is None:
-            if previous:
-                raise bad_request(f'previous terminated container "{container}" in pod "{pod_name}" not found')
-            raise bad_request(f'container "{container}" in pod "{pod_name}" is waiting to start: '
-                              f"{waiting_reason(pod, container)}")
         tail, since, limit = (non_negative_int(request.query, name)
                               for name in ("tailLines", "sinceSeconds", "limitBytes"))
         follow = _flag(request, "follow") and not previous
+        static = self.static_pod(pod)
+        info: ContainerInfo | None = None
+        if record is not None:
+            info = record.latest(container) if not previous else record.previous(container)
+        if previous and (info is None or static is not None):
+            raise bad_request(f'previous terminated container "{container}" in pod "{pod_name}" not found')
+        if static is not None:
+            chunks = self._component_logs(pod, static, follow, tail, since, _flag(request, "timestamps"))
+            first = await anext(chunks, b"")
+            return await self._stream(request, chunks, first, limit)
+        if info is None:
+            raise bad_request(f'container "{container}" in pod "{pod_name}" is waiting to start: '
+                              f"{waiting_reason(pod, container)}")
         try:
             chunks = self.runtime.logs(info.id, follow=follow, tail_lines=tail, since_seconds=since,
                                        timestamps=_flag(request, "timestamps"))
             first = await anext(chunks, b"")
         except RuntimeFailure as exc:
             raise bad_request(exc.message) from None
+        return await self._stream(request, chunks, first, limit)
+
+    def _component_logs(self, pod: Obj, static: StaticPod, follow: bool, tail: int | None, since: int | None,
+                        timestamps: bool) -> AsyncIterator[bytes]:
+        """An in-process component's log lines, followed while its pod shows it."""
+        from minik.logtap import LOGS
+
+        return LOGS.stream(static.component, follow=follow, tail_lines=tail, since_seconds=since,
+                           timestamps=timestamps, running=lambda: self.static_pod(pod) is static)
+
+    async def _stream(self, request: web.Request, chunks: AsyncIterator[bytes], first: bytes,
+                      limit: int | None) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/plain"})
         response.enable_chunked_encoding()
         await response.prepare(request)
@@ -146,12 +169,17 @@ class KubeletServer:
         except (ConnectionResetError, RuntimeFailure):
             pass  # the caller went away, or the container with it
         finally:
-            await chunks.aclose()
+            close = getattr(chunks, "aclose", None)  # an async generator's: ends a follow at once
+            if close is not None:
+                await close()
         return response
 
     # -- exec -------------------------------------------------------------------------------------------------
     async def _exec(self, request: web.Request) -> web.StreamResponse:
         pod, container, record = await self._target(request)
+        if self.static_pod(pod) is not None:
+            raise bad_request(f"container {container} of pod {pod['metadata']['name']} is part of minik's own "
+                              "process: there is nothing to run a command in")
         info = record.latest(container) if record is not None else None
         if info is None or info.state != "running":
             raise bad_request(f"container {container} is not running in pod {pod['metadata']['name']}")

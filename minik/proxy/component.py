@@ -160,9 +160,16 @@ class NodeProxy:
         self._log.info("proxy stopped")
 
 
+#: the DNS pods (the node's DNS shown as a static pod, ``minik.controlplane``), and their named ports: the
+#: Service's Endpoints are where pods reach the DNS servers (while this node's proxy redirects the cluster IP to
+#: its own DNS server directly)
+DNS_SELECTOR = {"k8s-app": "kube-dns"}
+DNS_PORTS = [{"name": "dns", "port": 53, "protocol": "UDP", "targetPort": "dns"},
+             {"name": "dns-tcp", "port": 53, "protocol": "TCP", "targetPort": "dns-tcp"}]
+
+
 def dns_service(cluster_ip: str | None) -> dict[str, object]:
-    spec: dict[str, object] = {"ports": [{"name": "dns", "port": 53, "protocol": "UDP", "targetPort": 53},
-                                         {"name": "dns-tcp", "port": 53, "protocol": "TCP", "targetPort": 53}]}
+    spec: dict[str, object] = {"selector": dict(DNS_SELECTOR), "ports": [dict(p) for p in DNS_PORTS]}
     if cluster_ip:
         spec["clusterIP"] = cluster_ip
     return {"apiVersion": "v1", "kind": "Service",
@@ -174,11 +181,18 @@ def dns_service(cluster_ip: str | None) -> dict[str, object]:
 
 async def publish_dns_service(client: Client) -> None:
     try:
-        await client.get("services", DNS_SERVICE, DNS_NAMESPACE)
-        return
+        current = await client.get("services", DNS_SERVICE, DNS_NAMESPACE)
     except StatusError as exc:
         if exc.code != 404:
             raise
+    else:
+        spec = current.get("spec") or {}
+        if not spec.get("selector") and ((current.get("metadata") or {}).get("labels") or {}).get(
+                "kubernetes.io/name") == "minik-dns":  # published by an older minik: select the DNS pods
+            await client.patch("services", DNS_SERVICE, {"spec": {"selector": DNS_SELECTOR, "ports": DNS_PORTS}},
+                               DNS_NAMESPACE)
+            log.info("kube-dns service now selects the DNS pods")
+        return
     wanted: str | None = None
     try:
         master = await client.get("services", "kubernetes", "default")

@@ -12,7 +12,6 @@ import select
 import shutil
 import signal
 import socket
-import ssl
 import stat
 import subprocess
 import time
@@ -23,29 +22,14 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from cli_helpers import api_request as http
 from cli_helpers import minik_command, subprocess_env
+from cli_helpers import run_minik as run
 
 from minik.cli import cli
 from minik.kubeconfig import endpoint as kubeconfig_endpoint
 
 READY = re.compile(r"^minik: ready in [0-9.]+s, API at (https://127\.0\.0\.1:\d+) \(kubeconfig: (\S+)\)$")
-
-
-def run(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(minik_command(*args), env=subprocess_env(home, **env), capture_output=True, text=True,
-                          timeout=60)
-
-
-def http(method: str, url: str, config: Path, body: dict | None = None) -> dict:
-    """A request with the credentials and the CA of the kubeconfig `minik up` wrote (HTTPS, admin token)."""
-    endpoint = kubeconfig_endpoint(config)
-    context = endpoint.ssl_context()
-    assert isinstance(context, ssl.SSLContext)
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, method=method, headers={
-        "Content-Type": "application/json", "Authorization": f"Bearer {endpoint.token}"})
-    with urllib.request.urlopen(request, timeout=10, context=context) as response:
-        return json.loads(response.read())
 
 
 def test_up_detached_then_status_kubectl_get_and_down(tmp_path: Path) -> None:
@@ -194,8 +178,13 @@ def test_up_in_the_foreground_stops_on_sigterm_and_the_next_up_carries_on(tmp_pa
         stop(process)
 
 
+#: the colours and bold of the terminal display
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
 class Terminal:
-    """`minik up` in the foreground as a person runs it: its output a (pseudo-)terminal."""
+    """`minik up` in the foreground as a person runs it: its output a (pseudo-)terminal (its lines read without
+    their colours)."""
 
     def __init__(self, home: Path, data: Path, *args: str) -> None:
         self.master, slave = pty.openpty()
@@ -219,7 +208,7 @@ class Terminal:
                 assert chunk, f"the output ended: {self.pending!r}"
                 self.pending += chunk
         line, _, self.pending = self.pending.partition(b"\n")
-        return line.decode().rstrip("\r")
+        return ANSI.sub("", line.decode().rstrip("\r"))
 
     def stop(self) -> None:
         self.process.send_signal(signal.SIGTERM)
@@ -233,10 +222,39 @@ def join_token_on_terminal(home: Path, data: Path) -> str:
     try:
         while not (line := terminal.line()).startswith("minik: ready in"):
             pass
-        join = re.fullmatch(r"minik: add a node with: minik node join --server https://127\.0\.0\.1:\d+ --token "
-                            r"([a-z0-9]{6}\.[a-z0-9]{16}) --ca-hash sha256:[0-9a-f]{64}", terminal.line())
+        while not (line := terminal.line()).startswith("  add a node:  "):
+            pass
+        join = re.fullmatch(r"  add a node:  minik node join --server https://127\.0\.0\.1:\d+ --token "
+                            r"([a-z0-9]{6}\.[a-z0-9]{16}) --ca-hash sha256:[0-9a-f]{64}", line)
         assert join, "no join line"
         return join.group(1)
+    finally:
+        terminal.stop()
+
+
+def test_up_on_a_terminal_shows_each_part_as_it_becomes_ready_then_how_to_use_the_cluster(tmp_path: Path) -> None:
+    home, data = tmp_path / "home", tmp_path / "data"
+    terminal = Terminal(home, data, "--runtime", "fake", "--node-name", "shown", "--disable", "controllers")
+    try:
+        assert terminal.line() == f"minik: starting cluster 'minik' (data in {data})"
+        rows = []
+        while not (line := terminal.line()).startswith("minik: ready in"):
+            rows.append(line)
+        parts = [re.match(r"  (\S+) (API server|\S+)\s*(.*?)\s*(?:\d+\.\d\ds)?$", row) for row in rows]
+        assert all(parts), rows
+        shown = [(p.group(1), p.group(2)) for p in parts if p]
+        # the store and the API first, then the others, each as it becomes ready (the node and the proxy in either
+        # order: they finish starting in the background)
+        assert shown[:3] == [("✓", "store"), ("✓", "API server"), ("✓", "scheduler")], rows
+        assert sorted(shown[3:]) == [("-", "controllers"), ("✓", "node"), ("✓", "proxy")], rows
+        assert [row for row in rows if "shown (fake)" in row], rows
+        url = re.fullmatch(r"  API:         (https://127\.0\.0\.1:\d+)", terminal.line())
+        assert url, "no API line"
+        assert terminal.line() == f"  kubeconfig:  {data / 'kubeconfig'}"
+        assert "kubectl --kubeconfig" in terminal.line()
+        assert re.fullmatch(rf"  add a node:  minik node join --server {re.escape(url.group(1))} --token "
+                            r"[a-z0-9]{6}\.[a-z0-9]{16} --ca-hash sha256:[0-9a-f]{64}", terminal.line())
+        assert terminal.line() == "  stop:        Ctrl-C"
     finally:
         terminal.stop()
 

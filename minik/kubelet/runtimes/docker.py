@@ -384,3 +384,22 @@ class DockerRuntime:
                     return
                 size = int.from_bytes(header[4:8], "big")
                 yield await response.content.readexactly(size)
+
+
+async def remove_kubelet_containers(kubelet_id: str, url: str | None = None) -> int:
+    """Remove (forcibly: running ones too) every container of the kubelet ``kubelet_id`` on the engine, as when
+    its cluster is deleted; how many were removed. aiodocker.DockerError or OSError when the engine does not
+    answer."""
+    filters = json.dumps({"label": [f"{KUBELET}={kubelet_id}"]})
+    removed = 0
+    async with aiodocker.Docker(url=url) as docker:
+        async with docker._query("containers/json", params={"all": "1", "filters": filters}) as response:  # noqa: SLF001
+            summaries = list(await response.json())
+        for summary in summaries:
+            try:
+                await docker.containers.container(summary["Id"]).delete(force=True)
+                removed += 1
+            except aiodocker.DockerError as exc:
+                if exc.status != 404:  # gone already (its pod was being removed)
+                    raise
+    return removed
