@@ -58,7 +58,11 @@ ERR_IMAGE_PULL_SHOWN_SECONDS = 1.0
 @dataclass(frozen=True)
 class WorkerSettings:
     backoff_initial_seconds: float = 10.0
+    """The first wait before a crashed container is restarted, or a failed image pull tried again; it doubles with
+    each further failure (Kubernetes: 10 s)."""
     backoff_max_seconds: float = 300.0
+    """The longest such wait (Kubernetes: 5 minutes); after twice this long without a failure, the next one starts
+    over from the first."""
     orphan_grace_seconds: float = 2.0
     """Grace for the containers of a pod the API no longer has."""
     minimum_grace_seconds: float = 2.0

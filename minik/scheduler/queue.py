@@ -62,9 +62,13 @@ class QueuedPod:
 @dataclass(frozen=True)
 class QueueSettings:
     initial_backoff_seconds: float = 1.0
+    """The wait before a pod whose attempt failed is tried again; it doubles with each attempt."""
     max_backoff_seconds: float = 10.0
+    """The longest such wait."""
     max_unschedulable_seconds: float = 60.0
+    """The longest an unschedulable pod waits for an event before it is tried again anyway."""
     flush_interval_seconds: float = 1.0
+    """How often backed-off and long-unschedulable pods are moved back to active."""
 
 
 class SchedulingQueue:
