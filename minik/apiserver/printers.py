@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 from minik.api import schema
 from minik.api.durations import human_duration
+from minik.api.timestamps import parse_time
 
 Obj = dict[str, Any]
 Cells = list[Any]
@@ -77,15 +77,6 @@ def _wide_template_cols(spec_type: str) -> list[Column]:
 
 
 # -- helpers shared by the printers ---------------------------------------------------------------------------
-def parse_time(value: Any) -> float | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
 def since(value: Any, now: float) -> str:
     """translateTimestampSince: the age of a timestamp, ``<unknown>`` without one."""
     at = parse_time(value)

@@ -20,12 +20,13 @@ from __future__ import annotations
 import asyncio
 import copy
 
+from minik.aio.clock import Clock
 from minik.api.errors import StatusError
 from minik.api.selectors import LabelSelector, selector_from_dict
+from minik.api.timestamps import parse_time, rfc3339
 from minik.client import JSON_PATCH, Client
 from minik.controllers import jobutil as ju
-from minik.controllers.base import (Clock, Controller, InformerFactory, Obj, Recorder, controller_ref,
-                                    is_being_deleted, parse_time, rfc3339)
+from minik.controllers.base import Controller, InformerFactory, Obj, Recorder, controller_ref, is_being_deleted
 from minik.controllers.claims import claim, fresh_owner_check
 from minik.controllers.expectations import Expectations
 from minik.controllers.pods import deletion_rank, is_active, is_ready

@@ -10,8 +10,8 @@ import pytest
 
 from minik.client import Client
 from minik.cluster import COMPONENTS, Cluster, ClusterSettings
-from minik.controllers.base import FakeClock
 from minik.controllers.manager import ControllerSettings
+from minik.testing.clock import FakeClock
 from minik.testing.nodes import SimulatedCluster, SimulatedNodes
 
 

@@ -9,8 +9,8 @@ import pytest
 from controller_helpers import eventually
 
 from minik.client import Client
-from minik.controllers.base import FakeClock
 from minik.controllers.manager import ControllerSettings
+from minik.testing.clock import FakeClock
 
 Obj = dict[str, Any]
 
