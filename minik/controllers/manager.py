@@ -179,8 +179,7 @@ def _clusterrole_aggregation(client: Client, factory: InformerFactory, s: Contro
 
 def _endpoints(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
     from minik.controllers.endpoints import EndpointsController
-    return EndpointsController(client, s.workers, services=factory.informer("services"),  # type: ignore[return-value]
-                               pods=factory.informer("pods"), endpoints=factory.informer("endpoints"))
+    return EndpointsController(client, factory, s.workers, s.clock, r)
 
 
 #: controller name -> factory (Kubernetes' names, as kube-controller-manager --controllers takes them)
