@@ -384,9 +384,8 @@ class Cluster:
                                                                   kubelet_tls=kubelet_tls),
                                  authenticator=ImpersonatingAuthenticator(tokens, self.authorizer),
                                  authorizer=self.authorizer, admission_plugins=plugins)
-            self.api.handlers[("", "serviceaccounts", "token")] = TokenRequests(self.issuer, reader).handle
-            self.api.handlers.update(Reviews(tokens, self.authorizer, self.authorizer.rbac,
-                                             self.authorizer.node).handlers())
+            self.api.route("", "serviceaccounts", "token", "create", TokenRequests(self.issuer, reader).handle)
+            Reviews(tokens, self.authorizer, self.authorizer.rbac, self.authorizer.node).route(self.api)
             await self.api.bootstrap()
             await reconcile(REGISTRY, self.api.rest, APISERVER)
             if credentials is not None:
