@@ -261,7 +261,7 @@ class ApiServer:
         lane = self.lanes.lane(user, info)
         self.lanes.acquire(lane)  # a counter, not a context manager: this runs for every request
         try:
-            return await self._dispatch(info, request, user)
+            return await self._handler(info, request)(info, request, user)
         finally:
             self.lanes.release(lane)
 
@@ -284,7 +284,7 @@ class ApiServer:
         return self.rests[(resource.group, resource.version, resource.plural)]
 
     # -- routing ---------------------------------------------------------------------------------------------
-    async def _dispatch(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
+    def _handler(self, info: RequestInfo, request: ApiRequest) -> Handler:
         """The handler of the request's verb on its resource or subresource (the resource's own routes, else the
         ones every resource has), after the checks every request gets."""
         _dry_run(request.query)  # a bad dryRun is refused whatever the verb
@@ -299,7 +299,7 @@ class ApiServer:
         handler = routes.get(info.verb)
         if handler is None:
             raise _method_not_allowed(request)
-        return await handler(info, request, user)
+        return handler
 
     def route(self, group: str, plural: str, subresource: str | None, verb: str, handler: Handler) -> None:
         """Serve ``verb`` on a resource or subresource with a handler of another part of the cluster
