@@ -12,6 +12,7 @@ import time
 import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import aiodocker
 
@@ -54,18 +55,18 @@ class DockerNode:
 
 @contextlib.asynccontextmanager
 async def docker_cluster(data_dir: Path, *, disabled: frozenset[str] | None = None,
-                         **settings: object) -> AsyncIterator[DockerNode]:
+                         **settings: Any) -> AsyncIterator[DockerNode]:
     """A cluster with a Docker node named NODE (short back-offs), its containers removed when it stops. By
     default without the scheduler and the proxy, and of the controllers only the root CA publisher: every pod
     mounts the cluster CA from the kube-root-ca.crt ConfigMap it publishes."""
-    options: dict[str, object] = {"kubelet": KubeletSettings(worker=WorkerSettings(backoff_initial_seconds=1.0,
+    options: dict[str, Any] = {"kubelet": KubeletSettings(worker=WorkerSettings(backoff_initial_seconds=1.0,
                                                                                    backoff_max_seconds=4.0))}
     if disabled is None:
         disabled = frozenset({"scheduler", "proxy"})
         options["controllers"] = ROOT_CA_ONLY
     options.update(settings)
     cluster_settings = ClusterSettings(data_dir=data_dir, port=0, synchronous="NORMAL", node_name=NODE,
-                                       node_runtime="docker", disabled=disabled, **options)  # type: ignore[arg-type]
+                                       node_runtime="docker", disabled=disabled, **options)
     async with aiodocker.Docker() as docker:
         try:
             async with Cluster(cluster_settings) as cluster, cluster.admin_client() as client:
