@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 import structlog
@@ -47,6 +47,11 @@ from minik.security.serviceaccounts import ServiceAccountTokens, TokenIssuer, se
 from minik.security.tokenrequest import TokenRequests
 from minik.security.tokens import NODE_USER_PREFIX, NODES
 from minik.store import Store, StoreSettings
+
+if TYPE_CHECKING:
+    from minik.controllers.manager import ControllerSettings
+    from minik.kubelet.kubelet import KubeletSettings
+    from minik.proxy import ProxySettings
 
 log = structlog.get_logger("minik.cluster")
 
@@ -90,10 +95,9 @@ def controller_user(controller: str) -> User:
 
 
 def _controllers(settings: "ClusterSettings", client: Client, client_as: ClientAs, plane: ControlPlane) -> Component:
-    from minik.controllers.manager import ControllerManager, ControllerSettings
+    from minik.controllers.manager import ControllerManager
 
-    return ControllerManager(client, ControllerSettings(**settings.controllers),  # type: ignore[arg-type]
-                             clients=lambda name: client_as(controller_user(name)))
+    return ControllerManager(client, settings.controllers, clients=lambda name: client_as(controller_user(name)))
 
 
 def _node(settings: "ClusterSettings", client: Client, client_as: ClientAs, plane: ControlPlane) -> Component:
@@ -115,11 +119,9 @@ LISTEN_BACKLOG = 1024
 
 
 def _proxy(settings: "ClusterSettings", client: Client, client_as: ClientAs, plane: ControlPlane) -> Component:
-    from minik.kubelet.component import default_node_name
     from minik.proxy import NodeProxy, ProxySettings
 
-    name = settings.node_name or default_node_name()
-    return NodeProxy(client, ProxySettings(node_name=name, **settings.proxy))  # type: ignore[arg-type]
+    return NodeProxy(client, settings.proxy or ProxySettings(node_name=settings.local_node_name()))
 
 
 #: component name -> factory, in start order (stopped in reverse); each component's issue adds its entry. The proxy
@@ -148,11 +150,14 @@ class ClusterSettings:
     shutdown_timeout_seconds: float = 10.0
     """How long in-flight requests may take to finish at shutdown."""
 
-    store: dict[str, object] = field(default_factory=dict)
-    """Extra StoreSettings fields (for tests and benchmarks: compaction window, buffers...)."""
+    store: StoreSettings | None = None
+    """The store's own settings, for tests and benchmarks that tune it (compaction window, buffers...) [default: a
+    store at DATA_DIR/state.db with ``synchronous``]. Given, it is taken whole: its path is where the cluster keeps
+    its state, and its durability must be ``synchronous`` (a ValueError otherwise)."""
 
-    controllers: dict[str, object] = field(default_factory=dict)
-    """Extra ControllerSettings fields (for tests and benchmarks: workers, a fake clock, which controllers...)."""
+    controllers: ControllerSettings | None = None
+    """The controller manager's settings (for tests and benchmarks: workers, a fake clock, which controllers...)
+    [default: ControllerSettings()]. Without a ``root_ca``, the controllers publish the cluster's own CA."""
 
     service_cidr: str = "10.96.0.0/12"
     """The range Service cluster IPs come from (the `kubernetes` Service gets its first address)."""
@@ -175,8 +180,12 @@ class ClusterSettings:
     fake_start_delay_seconds: float = 0.1
     """How long a fake node's containers take to start running."""
 
-    kubelet: dict[str, object] = field(default_factory=dict)
-    """Extra KubeletSettings fields for the local node (for tests: back-off, resync...)."""
+    kubelet: KubeletSettings | None = None
+    """The local node's kubelet settings (for tests: back-off, resync...) [default: KubeletSettings()]."""
+
+    fake_kubelet: KubeletSettings | None = None
+    """The settings of the one kubelet the simulated nodes share [default: minik.kubelet.component.FAKE_KUBELET:
+    more workers, no resync, no events]."""
 
     plain_http: bool = False
     """Serve plain HTTP instead of HTTPS (`minik up --plain-http`), only on a loopback address: for benchmarks
@@ -189,11 +198,12 @@ class ClusterSettings:
     tls_sans: tuple[str, ...] = ()
     """Extra names and addresses for the serving certificate (`minik up --tls-san`), besides this host's own."""
 
-    limits: dict[str, object] = field(default_factory=dict)
-    """Extra Limits fields (concurrent requests per lane, timeouts; for tests and benchmarks)."""
+    limits: Limits = field(default_factory=Limits)
+    """The API server's limits: concurrent requests per lane, timeouts (for tests and benchmarks)."""
 
-    proxy: dict[str, object] = field(default_factory=dict)
-    """Extra ProxySettings fields for this machine's proxy (for tests: DNS upstreams, iptables...)."""
+    proxy: ProxySettings | None = None
+    """This machine's proxy settings (for tests: DNS upstreams, iptables...) [default: ProxySettings for the local
+    node]. Given, its ``node_name`` must be the local node's (a ValueError otherwise)."""
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.disabled) - set(COMPONENTS))
@@ -205,10 +215,27 @@ class ClusterSettings:
         if self.plain_http and not is_loopback(self.bind):
             raise ValueError(f"plain HTTP is only served on a loopback address, not on {self.bind}: drop "
                              "--plain-http to serve HTTPS")
+        if self.store is not None and self.store.synchronous != self.synchronous:
+            raise ValueError(f"the store's synchronous ({self.store.synchronous}) is not the cluster's "
+                             f"({self.synchronous})")
+        if self.proxy is not None and self.proxy.node_name != self.local_node_name():
+            raise ValueError(f"the proxy serves node {self.proxy.node_name}, not the local node "
+                             f"{self.local_node_name()}")
+
+    def store_settings(self) -> StoreSettings:
+        """What the store opens with: ``store`` when given, else the defaults at DATA_DIR/state.db."""
+        return self.store or StoreSettings(path=self.data_dir / "state.db", synchronous=self.synchronous)
 
     @property
     def db_path(self) -> Path:
-        return self.data_dir / "state.db"
+        """The SQLite file the cluster keeps its state in."""
+        return self.store_settings().path
+
+    def local_node_name(self) -> str:
+        """The name of this machine's node: ``node_name``, or the host name."""
+        from minik.kubelet.component import default_node_name
+
+        return self.node_name or default_node_name()
 
 
 def is_loopback(address: str) -> bool:
@@ -328,9 +355,7 @@ class Cluster:
         if name == "node":
             if self.settings.fake_nodes:
                 return User(authz.NODE_SIMULATOR)
-            from minik.kubelet.component import default_node_name
-
-            return User(NODE_USER_PREFIX + (self.settings.node_name or default_node_name()), (NODES,))
+            return User(NODE_USER_PREFIX + self.settings.local_node_name(), (NODES,))
         return COMPONENT_USERS.get(name) or User(f"system:minik:component:{name}", (authz.MASTERS,))
 
     def own_node_names(self) -> frozenset[str]:
@@ -363,8 +388,7 @@ class Cluster:
         credentials: asyncio.Future[ClusterCredentials] | None = asyncio.ensure_future(
             asyncio.to_thread(ClusterCredentials.load_or_create, s.data_dir, names, self.tokens))
         try:
-            settings = StoreSettings(path=s.db_path, synchronous=s.synchronous, **s.store)  # type: ignore[arg-type]
-            self.store = await Store.open(settings)
+            self.store = await Store.open(s.store_settings())
         except BaseException:
             if credentials is not None:
                 await asyncio.wait([credentials])  # a thread cannot be cancelled: let it finish
@@ -383,13 +407,12 @@ class Cluster:
             tokens = TokenAuthenticator(reader, self.tokens, ServiceAccountTokens(self.issuer, reader))
             self.api = ApiServer(self.store, REGISTRY, ApiSettings(address=f"{s.bind}:{s.port}",
                                                                   service_cidr=s.service_cidr,
-                                                                  limits=Limits(**s.limits),  # type: ignore[arg-type]
+                                                                  limits=s.limits,
                                                                   kubelet_tls=kubelet_tls),
                                  authenticator=ImpersonatingAuthenticator(tokens, self.authorizer),
                                  authorizer=self.authorizer, admission_plugins=plugins)
-            self.api.handlers[("", "serviceaccounts", "token")] = TokenRequests(self.issuer, reader).handle
-            self.api.handlers.update(Reviews(tokens, self.authorizer, self.authorizer.rbac,
-                                             self.authorizer.node).handlers())
+            self.api.route("", "serviceaccounts", "token", "create", TokenRequests(self.issuer, reader).handle)
+            Reviews(tokens, self.authorizer, self.authorizer.rbac, self.authorizer.node).route(self.api)
             await self.api.bootstrap()
             await reconcile(REGISTRY, self.api.rest, APISERVER)
             if credentials is not None:
@@ -440,10 +463,15 @@ class Cluster:
     def _component_settings(self) -> ClusterSettings:
         """The settings components are built from: the cluster's, and what only a started cluster knows (its CA,
         which the root CA publisher puts in every namespace)."""
-        if self.credentials is None or "root_ca" in self.settings.controllers:
+        if self.credentials is None or "controllers" in self.settings.disabled:
             return self.settings
-        return dataclasses.replace(self.settings, controllers={"root_ca": self.credentials.ca_pem,
-                                                               **self.settings.controllers})
+        from minik.controllers.manager import ControllerSettings
+
+        controllers = self.settings.controllers or ControllerSettings()
+        if controllers.root_ca is not None:
+            return self.settings
+        return dataclasses.replace(self.settings,
+                                   controllers=dataclasses.replace(controllers, root_ca=self.credentials.ca_pem))
 
     async def _start_components(self) -> None:
         """Start the enabled components in FACTORIES order, each with the in-process client; the lines logged by

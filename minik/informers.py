@@ -21,7 +21,6 @@ import asyncio
 import inspect
 import random
 import sys
-import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from types import TracebackType
@@ -31,6 +30,7 @@ import orjson
 import structlog
 
 from minik.aio import Backoff, start_task, stop_task
+from minik.aio.clock import SYSTEM_CLOCK, Clock
 from minik.api.errors import StatusError
 from minik.client import Client, Resource, Selector
 
@@ -129,12 +129,12 @@ class SharedObjects:
     Interning the strings of an object waits until it has been held for ``young_seconds``.
     """
 
-    def __init__(self, young_seconds: float = YOUNG_SECONDS, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, young_seconds: float = YOUNG_SECONDS, clock: Clock = SYSTEM_CLOCK) -> None:
         self._objects: dict[tuple[str, str], list[Any]] = {}  # (uid, resourceVersion) -> [object, holders]
         # (when to intern, key) of the objects held last, oldest first, not interned yet
         self._young: deque[tuple[float, tuple[str, str]]] = deque()
         self._young_seconds = young_seconds
-        self._clock = clock
+        self._now = clock.monotonic
 
     @staticmethod
     def _key(obj: Obj) -> tuple[str, str] | None:
@@ -156,7 +156,7 @@ class SharedObjects:
         entry = self._objects.get(key)
         if entry is None:
             self._objects[key] = [obj, 1]
-            young, now = self._young, self._clock()
+            young, now = self._young, self._now()
             young.append((now + self._young_seconds, key))
             while young[0][0] <= now:
                 # interning replaces strings with equal ones in place: the holders see the same values

@@ -20,6 +20,7 @@ from collections.abc import Hashable
 from typing import Generic, Protocol, TypeVar
 
 from minik.aio import wake_one
+from minik.aio.backoff import exponential
 
 K = TypeVar("K", bound=Hashable)
 K_contra = TypeVar("K_contra", bound=Hashable, contravariant=True)
@@ -50,9 +51,7 @@ class ItemExponentialRateLimiter(Generic[K]):
     def when(self, key: K) -> float:
         failures = self._failures.get(key, 0)
         self._failures[key] = failures + 1
-        if failures > 64:  # 2**64 * base is past any sane maximum; avoid float overflow
-            return self.maximum
-        return min(self.base * 2 ** failures, self.maximum)
+        return exponential(self.base, self.maximum, failures)
 
     def forget(self, key: K) -> None:
         self._failures.pop(key, None)

@@ -75,3 +75,16 @@ async def test_a_stop_while_the_local_node_is_still_starting_leaves_nothing_runn
     await cluster.stop()
     assert cluster.components == {}
     assert cluster.store is None  # and the autouse leak check finds no task of the node's runtime left
+
+
+def test_settings_that_contradict_the_cluster_are_refused(tmp_path: Path) -> None:
+    from minik.proxy import ProxySettings
+
+    with pytest.raises(ValueError, match="synchronous"):
+        ClusterSettings(data_dir=tmp_path, synchronous="NORMAL", store=StoreSettings(path=tmp_path / "state.db"))
+    with pytest.raises(ValueError, match="not the local node"):
+        ClusterSettings(data_dir=tmp_path, node_name="here", proxy=ProxySettings(node_name="elsewhere"))
+    given = StoreSettings(path=tmp_path / "elsewhere.db", synchronous="NORMAL", compaction_window_seconds=1.0)
+    settings = ClusterSettings(data_dir=tmp_path, synchronous="NORMAL", store=given)
+    assert settings.store_settings() is given and settings.db_path == tmp_path / "elsewhere.db"
+    assert ClusterSettings(data_dir=tmp_path).store_settings() == StoreSettings(path=tmp_path / "state.db")

@@ -1,44 +1,22 @@
-"""Small asyncio helpers every long-running component uses: guarded tasks and exponential backoff."""
+"""Small asyncio helpers every long-running component uses: guarded tasks; and, in their own modules, exponential
+back-off (``minik.aio.backoff``) and the clock (``minik.aio.clock``)."""
 
 from __future__ import annotations
 
 import asyncio
-import random
 from collections import deque
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 import structlog
 
+from minik.aio.backoff import Backoff
+
+__all__ = ["Backoff", "start_task", "stop_task", "wake_one"]
+
 log = structlog.get_logger("minik.aio")
 
 T = TypeVar("T")
-
-
-class Backoff:
-    """Exponential backoff: ``next()`` returns ``initial``, then ``initial * factor``, ... capped at ``maximum``.
-
-    ``jitter`` adds up to that fraction of each delay at random, so many clients retrying together spread out.
-    """
-
-    def __init__(self, initial: float = 0.2, maximum: float = 30.0, factor: float = 2.0, jitter: float = 0.0) -> None:
-        if initial <= 0 or maximum < initial or factor < 1:
-            raise ValueError("need 0 < initial <= maximum and factor >= 1")
-        self.initial = initial
-        self.maximum = maximum
-        self.factor = factor
-        self.jitter = jitter
-        self._current = initial
-
-    def next(self) -> float:
-        delay = self._current
-        self._current = min(self._current * self.factor, self.maximum)
-        if self.jitter:
-            delay = min(delay * (1 + random.random() * self.jitter), self.maximum)
-        return delay
-
-    def reset(self) -> None:
-        self._current = self.initial
 
 
 def _log_failure(task: asyncio.Task[Any]) -> None:

@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import http
-import time
 from collections import deque
 from collections.abc import Callable
-from email.utils import formatdate
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote
 
@@ -33,6 +31,7 @@ from multidict import CIMultiDict, MultiDict
 
 from minik.aio import stop_task
 from minik.api.errors import StatusError
+from minik.api.timestamps import http_date
 from minik.apiserver.codec import MAX_BODY_BYTES
 from minik.apiserver.request import ApiRequest, ApiResponse
 from minik.apiserver.x509 import user_from_peercert
@@ -60,28 +59,10 @@ _BODY_TIMEOUT = StatusError(408, "Timeout", "the request body was not received i
 _TOO_LARGE = StatusError(413, "RequestEntityTooLarge", f"the request body is too large (limit {MAX_BODY_BYTES} bytes)")
 
 
-class _Clock:
-    """The Date header, formatted once a second."""
-
-    def __init__(self) -> None:
-        self._second = 0
-        self._value = b""
-
-    def date(self) -> bytes:
-        now = int(time.time())
-        if now != self._second:
-            self._second = now
-            self._value = formatdate(now, usegmt=True).encode()
-        return self._value
-
-
-_clock = _Clock()
-
-
 def _head(status: int, content_type: str, headers: dict[str, str] | None, length: int | None,
           close: bool) -> bytes:
     lines = [b"HTTP/1.1 %d %s\r\nContent-Type: %s\r\nDate: %s\r\n" % (
-        status, _REASONS.get(status, b"Unknown"), content_type.encode("latin-1"), _clock.date())]
+        status, _REASONS.get(status, b"Unknown"), content_type.encode("latin-1"), http_date())]
     if length is None:
         lines.append(b"Transfer-Encoding: chunked\r\nCache-Control: no-cache, private\r\n")
     else:

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from datetime import datetime
+from dataclasses import dataclass
 from typing import Any
 
 from minik.api import schema
 from minik.api.durations import human_duration
+from minik.api.timestamps import parse_time
 
 Obj = dict[str, Any]
 Cells = list[Any]
@@ -77,15 +78,6 @@ def _wide_template_cols(spec_type: str) -> list[Column]:
 
 
 # -- helpers shared by the printers ---------------------------------------------------------------------------
-def parse_time(value: Any) -> float | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
 def since(value: Any, now: float) -> str:
     """translateTimestampSince: the age of a timestamp, ``<unknown>`` without one."""
     at = parse_time(value)
@@ -184,106 +176,133 @@ def _finished_at(status: Any) -> float | None:
     return parse_time(_d(status, "lastState", "terminated", "finishedAt"))
 
 
+@dataclass
+class _Restarts:
+    """Containers' restarts added up, and when the latest of them last finished."""
+
+    count: int = 0
+    last: float | None = None
+
+    def add(self, container: Obj) -> None:
+        self.count += _int(container.get("restartCount"))
+        finished = _finished_at(container)
+        if finished is not None and (self.last is None or finished > self.last):
+            self.last = finished
+
+    def text(self, now: float) -> str:
+        if self.count and self.last is not None:
+            return f"{self.count} ({human_duration(now - self.last)} ago)"
+        return str(self.count)
+
+
 def _pod_cells(pod: Obj, now: float) -> tuple[Cells, list[Obj]]:
+    """kubectl's printPod: the pod's name, ready containers, status reason, restarts, age, and the wide columns."""
     spec, status, meta = _dict(pod.get("spec")), _dict(pod.get("status")), _dict(pod.get("metadata"))
     init_specs = {c.get("name"): c for c in _list(spec.get("initContainers")) if isinstance(c, dict)}
     restartable = {name for name, c in init_specs.items() if c.get("restartPolicy") == "Always"}
-    total = len(_list(spec.get("containers"))) + len(restartable)
-    ready = 0
-    restarts = 0
-    sidecar_restarts = 0
-    last_restart: float | None = None
-    last_sidecar_restart: float | None = None
     phase = _str(status.get("phase"))
-    reason = _str(status.get("reason")) or phase
+    everything, sidecars = _Restarts(), _Restarts()
+    init_reason, ready = _init_containers(status, len(init_specs), restartable, everything, sidecars)
+    reason = init_reason or _pod_reason(status, phase)
+    restarts = everything
+    if init_reason is None or _has_condition(status.get("conditions"), "Initialized"):
+        restarts = sidecars  # the sidecars' restarts, and then every app container's
+        reason, running = _app_containers(status, reason, restarts)
+        ready += running
+    total = len(_list(spec.get("containers"))) + len(restartable)
+    pod_ips = [p for p in _list(status.get("podIPs")) if isinstance(p, dict)]
+    cells = [meta.get("name", ""), f"{ready}/{total}", _deleted_reason(meta, status, phase, reason),
+             restarts.text(now), since(meta.get("creationTimestamp"), now),
+             (_str(pod_ips[0].get("ip")) if pod_ips else "") or "<none>", _str(spec.get("nodeName")) or "<none>",
+             _str(status.get("nominatedNodeName")) or "<none>", _readiness_gates(spec, status)]
+    return cells, _POD_SUCCEEDED if phase == "Succeeded" else _POD_FAILED if phase == "Failed" else []
+
+
+def _pod_reason(status: Obj, phase: str) -> str:
+    """The pod's own reason, else its phase; SchedulingGated while a scheduling gate holds it."""
     for condition in _list(status.get("conditions")):
         if isinstance(condition, dict) and condition.get("type") == "PodScheduled" and \
                 condition.get("reason") == "SchedulingGated":
-            reason = "SchedulingGated"
-    conditions = _POD_SUCCEEDED if phase == "Succeeded" else _POD_FAILED if phase == "Failed" else []
+            return "SchedulingGated"
+    return _str(status.get("reason")) or phase
 
-    initializing = False
-    init_statuses = [c for c in _list(status.get("initContainerStatuses")) if isinstance(c, dict)]
-    for i, container in enumerate(init_statuses):
-        restarts += _int(container.get("restartCount"))
-        finished = _finished_at(container)
-        if finished is not None and (last_restart is None or finished > last_restart):
-            last_restart = finished
+
+def _exit_reason(terminated: Obj) -> str:
+    """Why a container terminated: its reason, else the signal or the exit code."""
+    if terminated.get("reason"):
+        return _str(terminated.get("reason"))
+    signal = _int(terminated.get("signal"))
+    return f"Signal:{signal}" if signal else f"ExitCode:{_int(terminated.get('exitCode'))}"
+
+
+def _init_containers(status: Obj, count: int, restartable: set[Any], restarts: _Restarts,
+                     sidecars: _Restarts) -> tuple[str | None, int]:
+    """The init containers' restarts (``restarts``, and the sidecars' in ``sidecars`` too), how many started
+    sidecars are ready, and the ``Init:...`` reason of the first init container not done (None when all are)."""
+    ready = 0
+    statuses = [c for c in _list(status.get("initContainerStatuses")) if isinstance(c, dict)]
+    for i, container in enumerate(statuses):
+        restarts.add(container)
         is_sidecar = container.get("name") in restartable
         if is_sidecar:
-            sidecar_restarts += _int(container.get("restartCount"))
-            if finished is not None and (last_sidecar_restart is None or finished > last_sidecar_restart):
-                last_sidecar_restart = finished
+            sidecars.add(container)
         terminated = _d(container, "state", "terminated")
-        waiting = _d(container, "state", "waiting")
         if isinstance(terminated, dict) and _int(terminated.get("exitCode")) == 0:
             continue
         if is_sidecar and container.get("started") is True:
             if container.get("ready") is True:
                 ready += 1
             continue
+        waiting = _d(container, "state", "waiting")
         if isinstance(terminated, dict):
-            if not terminated.get("reason"):
-                signal = _int(terminated.get("signal"))
-                reason = f"Init:Signal:{signal}" if signal else f"Init:ExitCode:{_int(terminated.get('exitCode'))}"
-            else:
-                reason = "Init:" + _str(terminated.get("reason"))
-        elif isinstance(waiting, dict) and waiting.get("reason") and waiting.get("reason") != "PodInitializing":
-            reason = "Init:" + _str(waiting.get("reason"))
-        else:
-            reason = f"Init:{i}/{len(init_specs)}"
-        initializing = True
-        break
+            return "Init:" + _exit_reason(terminated), ready
+        if isinstance(waiting, dict) and waiting.get("reason") and waiting.get("reason") != "PodInitializing":
+            return "Init:" + _str(waiting.get("reason")), ready
+        return f"Init:{i}/{count}", ready
+    return None, ready
 
-    if not initializing or _has_condition(status.get("conditions"), "Initialized"):
-        restarts, last_restart = sidecar_restarts, last_sidecar_restart
-        has_running = False
-        for container in reversed([c for c in _list(status.get("containerStatuses")) if isinstance(c, dict)]):
-            restarts += _int(container.get("restartCount"))
-            finished = _finished_at(container)
-            if finished is not None and (last_restart is None or finished > last_restart):
-                last_restart = finished
-            waiting = _d(container, "state", "waiting")
-            terminated = _d(container, "state", "terminated")
-            if isinstance(waiting, dict) and waiting.get("reason"):
-                reason = _str(waiting.get("reason"))
-            elif isinstance(terminated, dict) and terminated.get("reason"):
-                reason = _str(terminated.get("reason"))
-            elif isinstance(terminated, dict):
-                signal = _int(terminated.get("signal"))
-                reason = f"Signal:{signal}" if signal else f"ExitCode:{_int(terminated.get('exitCode'))}"
-            elif container.get("ready") is True and isinstance(_d(container, "state", "running"), dict):
-                has_running = True
-                ready += 1
-        if reason == "Completed" and has_running:
-            reason = "Running" if _has_condition(status.get("conditions"), "Ready") else "NotReady"
 
+def _app_containers(status: Obj, reason: str, restarts: _Restarts) -> tuple[str, int]:
+    """The reason the app containers give (the first container's, read last to first), how many are running and
+    ready, and their restarts added to ``restarts``."""
+    ready = 0
+    for container in reversed([c for c in _list(status.get("containerStatuses")) if isinstance(c, dict)]):
+        restarts.add(container)
+        waiting = _d(container, "state", "waiting")
+        terminated = _d(container, "state", "terminated")
+        if isinstance(waiting, dict) and waiting.get("reason"):
+            reason = _str(waiting.get("reason"))
+        elif isinstance(terminated, dict):
+            reason = _exit_reason(terminated)
+        elif container.get("ready") is True and isinstance(_d(container, "state", "running"), dict):
+            ready += 1
+    if reason == "Completed" and ready:
+        reason = "Running" if _has_condition(status.get("conditions"), "Ready") else "NotReady"
+    return reason, ready
+
+
+def _deleted_reason(meta: Obj, status: Obj, phase: str, reason: str) -> str:
+    """Unknown for a pod whose node was lost, Terminating for one still running while deleted."""
     if meta.get("deletionTimestamp") and status.get("reason") == "NodeLost":
-        reason = "Unknown"
-    elif meta.get("deletionTimestamp") and phase not in ("Succeeded", "Failed"):
-        reason = "Terminating"
+        return "Unknown"
+    if meta.get("deletionTimestamp") and phase not in ("Succeeded", "Failed"):
+        return "Terminating"
+    return reason
 
-    restarts_text = str(restarts)
-    if restarts and last_restart is not None:
-        restarts_text = f"{restarts} ({human_duration(now - last_restart)} ago)"
 
-    pod_ips = [p for p in _list(status.get("podIPs")) if isinstance(p, dict)]
-    pod_ip = _str(pod_ips[0].get("ip")) if pod_ips else ""
-    gates = "<none>"
-    readiness_gates = _list(spec.get("readinessGates"))
-    if readiness_gates:
-        true_count = 0
-        for gate in readiness_gates:
-            wanted = _d(gate, "conditionType")
-            for condition in _list(status.get("conditions")):
-                if isinstance(condition, dict) and condition.get("type") == wanted:
-                    true_count += condition.get("status") == "True"
-                    break
-        gates = f"{true_count}/{len(readiness_gates)}"
-    cells = [meta.get("name", ""), f"{ready}/{total}", reason, restarts_text, since(meta.get("creationTimestamp"), now),
-             pod_ip or "<none>", _str(spec.get("nodeName")) or "<none>",
-             _str(status.get("nominatedNodeName")) or "<none>", gates]
-    return cells, conditions
+def _readiness_gates(spec: Obj, status: Obj) -> str:
+    """How many of the pod's readiness gates hold, as "true/all"."""
+    gates = _list(spec.get("readinessGates"))
+    if not gates:
+        return "<none>"
+    true_count = 0
+    for gate in gates:
+        wanted = _d(gate, "conditionType")
+        for condition in _list(status.get("conditions")):
+            if isinstance(condition, dict) and condition.get("type") == wanted:
+                true_count += condition.get("status") == "True"
+                break
+    return f"{true_count}/{len(gates)}"
 
 
 # -- nodes and namespaces -------------------------------------------------------------------------------------

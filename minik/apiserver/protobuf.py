@@ -21,13 +21,13 @@ import functools
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 import minik.api
+from minik.api.timestamps import rfc3339
 
 MAGIC = b"k8s\x00"
 MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
@@ -294,14 +294,14 @@ def _time(seconds: int, nanos: int, micro: bool) -> Any:
     if seconds == 0 and nanos == 0:
         return _UNSET  # Go's zero time.Time, null in JSON
     try:
-        moment = datetime.fromtimestamp(seconds, timezone.utc)
+        stamp = rfc3339(seconds)  # metav1.Time is written to the second
     except (OverflowError, OSError, ValueError):
         raise ProtobufError(f"a timestamp of {seconds} seconds is out of range") from None
     if not 0 <= nanos < 1_000_000_000:
         raise ProtobufError(f"a timestamp with {nanos} nanoseconds is out of range")
     if micro:
-        return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{nanos // 1000:06d}Z"
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")  # metav1.Time is written to the second
+        return f"{stamp[:-1]}.{nanos // 1000:06d}Z"
+    return stamp
 
 
 def go_duration(nanoseconds: int) -> str:

@@ -15,8 +15,8 @@ from typing import Any
 import orjson
 import structlog
 
-from minik.api.errors import (PATCH_MEDIA_TYPES, StatusError, bad_request, internal, not_found,
-                              Unauthorized, unsupported_media_type)
+from minik.api.errors import (PATCH_MEDIA_TYPES, StatusError, Unauthorized, bad_request, internal, method_not_allowed,
+                              not_found, unsupported_media_type)
 from minik.api.params import parse_int64
 from minik.api.registry import Registry, ResourceType
 from minik.apiserver import codec, discovery, scale, tables, warnings
@@ -55,9 +55,10 @@ UNAUTHORIZED = Unauthorized
 #: a handler for a path outside the resource API (the node join): the request and its authenticated user
 Extension = Callable[[ApiRequest, User], Awaitable[ApiResponse]]
 
-#: a handler for a resource or subresource served by another part of the cluster (serviceaccounts/token, the
-#: access reviews): the request as resolved and authorized, and its user
+#: a handler of one verb on a resource or subresource: the request as resolved and authorized, and its user
 Handler = Callable[[RequestInfo, ApiRequest, User], Awaitable[ApiResponse]]
+#: verb -> its handler
+Routes = dict[str, Handler]
 
 
 #: the pod subresources that write into a running pod whatever the HTTP method
@@ -125,9 +126,10 @@ class ApiServer:
         self.openapi = OpenApi(registry)
         #: non-resource paths served by other parts of the cluster (path -> handler), after authorization
         self.extensions: dict[str, Extension] = {}
-        #: resources and subresources served by other parts of the cluster ((group, plural, subresource or None)
-        #: -> handler)
-        self.handlers: dict[tuple[str, str, str | None], Handler] = {}
+        #: the routes of a resource or subresource served by another part of the cluster ((group, plural,
+        #: subresource or None) -> its routes; see ``route``), in place of the ones every resource has
+        self.routes: dict[tuple[str, str, str | None], Routes] = {}
+        self._every_resource = self._routes_of_every_resource()
         self.lanes = Lanes(self.settings.limits)
 
     def _discovery_documents(self) -> dict[str, bytes]:
@@ -259,7 +261,7 @@ class ApiServer:
         lane = self.lanes.lane(user, info)
         self.lanes.acquire(lane)  # a counter, not a context manager: this runs for every request
         try:
-            return await self._dispatch(info, request, user)
+            return await self._handler(info, request)(info, request, user)
         finally:
             self.lanes.release(lane)
 
@@ -281,141 +283,193 @@ class ApiServer:
     def rest(self, resource: ResourceType) -> ResourceRest:
         return self.rests[(resource.group, resource.version, resource.plural)]
 
-    # -- verbs ---------------------------------------------------------------------------------------------
-    async def _dispatch(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
-        rest = self.rest(info.resource)
-        query = request.query
-        dry_run = _dry_run(query)
-        verb, sub = info.verb, info.subresource
-        if sub is not None and sub not in info.resource.subresources:
+    # -- routing ---------------------------------------------------------------------------------------------
+    def _handler(self, info: RequestInfo, request: ApiRequest) -> Handler:
+        """The handler of the request's verb on its resource or subresource (the resource's own routes, else the
+        ones every resource has), after the checks every request gets."""
+        _dry_run(request.query)  # a bad dryRun is refused whatever the verb
+        resource, sub = info.resource, info.subresource
+        if sub is not None and sub not in resource.subresources:
             raise no_route(request.path)
         if sub is not None and sub not in discovery.SERVED_SUBRESOURCES:
-            raise not_found(f"{info.resource.plural}/{sub}", info.resource.group, info.name or "")
-        if sub is None and verb not in info.resource.verbs:
-            raise StatusError(405, "MethodNotAllowed", "the server does not allow this method on the requested "
-                              f"resource ({request.method})")
-        handler = self.handlers.get((info.resource.group, info.resource.plural, sub))
-        if handler is not None:
-            return await handler(info, request, user)
-        if sub == "scale":
-            return await self._scale(info, request, user, rest, dry_run)
-        if sub in ("log", "exec"):
-            return await self.pod_proxy.handle(info, request)
-        table = tables.for_request(info.resource, request) if verb in ("get", "list", "watch") else None
-        if verb == "get":
-            raw = rest.record(info.namespace, info.name or "").raw
-            return ApiResponse.raw(table.object(raw) if table else raw)
-        if verb == "list":
-            items, meta = await read_list(self.store, info.resource, info.namespace, parse_list_options(query,
-                                                                                                        info.resource))
-            raws = [r.raw for r in items]
-            return ApiResponse.raw(table.list(raws, meta) if table else list_body(info.resource, raws, meta))
-        if verb == "watch":
-            stream = WatchStream(self.store, info.resource, info.namespace,
-                                 parse_list_options(query, info.resource, info.name),
-                                 self.settings.bookmark_interval_seconds)
-            await stream.open()
-            if table:
-                return ApiResponse(200, stream=table.watch(stream.lines()))
-            return ApiResponse(200, stream=stream.lines(), direct=stream.attach)
-        if verb == "create":
-            body = codec.decode_object(request.body, request.headers.get("Content-Type"))
-            if sub == "binding":
-                await rest.bind(info.namespace or "", info.name or "", body, user)
-                return ApiResponse.json(success_status(info.name or "", "", "pods"), 201)
-            if sub == "eviction":
-                status = await evict(rest, info.namespace or "", info.name or "", body, user, dry_run)
-                return ApiResponse.json(status, 201)
-            if sub is not None:
-                raise not_found(f"{info.resource.plural}/{sub}", info.resource.group, info.name or "")
-            fields = FieldValidation(info.resource, query, verb)
-            body = fields.object(body, request.body, request.headers.get("Content-Type"))
-            created = await rest.create(body, info.namespace, user, dry_run,
-                                        FieldManager.for_request(info.resource, request, verb, sub))
-            return _object_response(created, 201, fields.headers)
-        if sub in ("binding", "eviction"):
-            raise StatusError(405, "MethodNotAllowed", "the server does not allow this method on the requested "
-                              f"resource ({request.method})")
-        if verb == "update":
-            body = codec.decode_object(request.body, request.headers.get("Content-Type"))
-            fields = FieldValidation(info.resource, query, verb)
-            body = fields.object(body, request.body, request.headers.get("Content-Type"))
-            updated = await rest.update(body, info.namespace, info.name or "", user, sub, dry_run,
-                                        FieldManager.for_request(info.resource, request, verb, sub))
-            return _object_response(updated, 200, fields.headers)
-        if verb == "patch":
-            fields = FieldValidation(info.resource, query, verb)
-            content_type = request.headers.get("Content-Type")
-            if codec.media_type(content_type) == codec.APPLY_PATCH:  # server-side apply, which may create
-                config = codec.decode_object(request.body, content_type)
-                applier = Applier.for_apply(info.resource, request, sub, config)
-                applier.config = fields.object(applier.config, request.body, content_type)
-                result, status = await applier.run(rest, info.namespace, info.name or "", user, dry_run)
-                return _object_response(result, status, fields.headers)
-            apply = fields.patcher(_patcher(request.body, content_type, info.resource), request.body, content_type)
-            patched = await rest.patch(info.namespace, info.name or "", apply, user, sub, dry_run,
-                                       FieldManager.for_request(info.resource, request, verb, sub),
-                                       pure=codec.media_type(content_type) in _PURE_PATCHES)
-            return _object_response(patched, 200, fields.headers)
-        if verb == "delete":
-            options = _delete_options(request.body, request.headers.get("Content-Type"), query)
-            obj, gone = await rest.delete(info.namespace, info.name or "", options, user)
-            if gone and not info.resource.strategy.return_deleted_object:
-                return ApiResponse.json(success_status(info.name or "", info.resource.group, info.resource.plural,
-                                                       obj.get("metadata", {}).get("uid")))
-            accepted = not gone and options.get("orphanDependents") is False  # 202 only for this, as Kubernetes
-            return ApiResponse.json(obj, 202 if accepted else 200)
-        if verb == "deletecollection":
-            options = _delete_options(request.body, request.headers.get("Content-Type"), query)
-            items, meta = await read_list(self.store, info.resource, info.namespace,
-                                          parse_list_options(query, info.resource))
-            # every item is checked first (admission, preconditions) as a dry run: a refused deletecollection
-            # deletes nothing, rather than whatever came before the item that was refused
-            dry = {**options, "dryRun": ["All"]}
-            for record in items:
-                meta_ = record.object().get("metadata", {})
-                try:
-                    await rest.delete(meta_.get("namespace"), meta_.get("name", ""), dry, user)
-                except StatusError as exc:
-                    if exc.code != 404:
-                        raise
-            deleted = []
-            for record in items:
-                obj = record.object()
-                meta_ = obj.get("metadata", {})
-                try:
-                    gone_obj, _ = await rest.delete(meta_.get("namespace"), meta_.get("name", ""), options, user)
-                except StatusError as exc:
-                    if exc.code != 404:
-                        raise
-                    continue
-                deleted.append(orjson.dumps(gone_obj))
-            return ApiResponse.raw(list_body(info.resource, deleted, {"resourceVersion": str(self.store.revision)}))
-        raise StatusError(405, "MethodNotAllowed", f"the server does not allow this method on the requested "
-                          f"resource ({request.method})")
+            raise not_found(f"{resource.plural}/{sub}", resource.group, info.name or "")
+        if sub is None and info.verb not in resource.verbs:
+            raise _method_not_allowed(request)
+        routes = self.routes.get((resource.group, resource.plural, sub)) or self._every_resource[sub]
+        handler = routes.get(info.verb)
+        if handler is None:
+            raise _method_not_allowed(request)
+        return handler
 
-    async def _scale(self, info: RequestInfo, request: ApiRequest, user: User, rest: ResourceRest,
-                     dry_run: bool) -> ApiResponse:
-        """GET, PUT and PATCH of NAME/scale: the Scale view of the object's replicas."""
-        name, resource = info.name or "", info.resource
-        if info.verb == "get":
-            return ApiResponse.json(scale.to_scale(resource, rest.record(info.namespace, name).object()))
-        if info.verb == "update":
-            body = codec.decode_object(request.body, request.headers.get("Content-Type"))
-            apply = lambda current: scale.scaled(resource, current, body, name)  # noqa: E731
-        elif info.verb == "patch":
-            content_type = request.headers.get("Content-Type")
-            accepted = tuple(t for t in PATCH_MEDIA_TYPES if t != codec.APPLY_PATCH)
-            if codec.media_type(content_type) == codec.APPLY_PATCH:
-                raise unsupported_media_type(codec.APPLY_PATCH, accepted)
-            apply = scale.patched_scale(resource, _patcher(request.body, content_type, resource, accepted), name)
-        else:
-            raise StatusError(405, "MethodNotAllowed", "the server does not allow this method on the requested "
-                              f"resource ({request.method})")
-        result = await rest.patch(info.namespace, name, apply, user, None, dry_run,
-                                  FieldManager.for_request(resource, request, info.verb, None))
+    def route(self, group: str, plural: str, subresource: str | None, verb: str, handler: Handler) -> None:
+        """Serve ``verb`` on a resource or subresource with a handler of another part of the cluster
+        (serviceaccounts/token, the access reviews). Its other verbs are then refused (405) unless routed too."""
+        self.routes.setdefault((group, plural, subresource), {})[verb] = handler
+
+    def _routes_of_every_resource(self) -> dict[str | None, Routes]:
+        """The handler of each verb on an object (None) and on each subresource the server serves."""
+        objects: Routes = {"get": self._get, "list": self._list, "watch": self._watch, "create": self._create,
+                           "update": self._update, "patch": self._patch, "delete": self._delete,
+                           "deletecollection": self._delete_collection}
+        # a subresource without routes of its own (status, finalize) reads, writes and deletes the object
+        plain: Routes = {"get": self._get, "watch": self._watch, "create": self._create_subresource,
+                         "update": self._update, "patch": self._patch, "delete": self._delete}
+        proxied: Routes = dict.fromkeys(("get", "watch", "create", "update", "patch", "delete"), self._pod_proxy)
+        routes: dict[str | None, Routes] = dict.fromkeys(discovery.SERVED_SUBRESOURCES, plain)
+        routes.update({None: objects,
+                       "binding": {"get": self._get, "watch": self._watch, "create": self._bind},
+                       "eviction": {"get": self._get, "watch": self._watch, "create": self._evict},
+                       "scale": {"get": self._get_scale, "update": self._update_scale, "patch": self._patch_scale},
+                       "log": proxied, "exec": proxied})
+        return routes
+
+    # -- reads -----------------------------------------------------------------------------------------------
+    async def _get(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
+        table = tables.for_request(info.resource, request)
+        raw = self.rest(info.resource).record(info.namespace, info.name or "").raw
+        return ApiResponse.raw(table.object(raw) if table else raw)
+
+    async def _list(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
+        table = tables.for_request(info.resource, request)
+        items, meta = await read_list(self.store, info.resource, info.namespace,
+                                      parse_list_options(request.query, info.resource))
+        raws = [r.raw for r in items]
+        return ApiResponse.raw(table.list(raws, meta) if table else list_body(info.resource, raws, meta))
+
+    async def _watch(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
+        table = tables.for_request(info.resource, request)
+        stream = WatchStream(self.store, info.resource, info.namespace,
+                             parse_list_options(request.query, info.resource, info.name),
+                             self.settings.bookmark_interval_seconds)
+        await stream.open()
+        if table:
+            return ApiResponse(200, stream=table.watch(stream.lines()))
+        return ApiResponse(200, stream=stream.lines(), direct=stream.attach)
+
+    # -- writes ----------------------------------------------------------------------------------------------
+    async def _create(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
+        content_type = request.headers.get("Content-Type")
+        body = codec.decode_object(request.body, content_type)
+        fields = FieldValidation(info.resource, request.query, info.verb)
+        body = fields.object(body, request.body, content_type)
+        created = await self.rest(info.resource).create(
+            body, info.namespace, user, _dry_run(request.query),
+            FieldManager.for_request(info.resource, request, info.verb, None))
+        return _object_response(created, 201, fields.headers)
+
+    async def _create_subresource(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
+        """A POST to a subresource that takes none: the body is decoded first, as for any create."""
+        codec.decode_object(request.body, request.headers.get("Content-Type"))
+        raise not_found(f"{info.resource.plural}/{info.subresource}", info.resource.group, info.name or "")
+
+    async def _update(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
+        content_type = request.headers.get("Content-Type")
+        body = codec.decode_object(request.body, content_type)
+        fields = FieldValidation(info.resource, request.query, info.verb)
+        body = fields.object(body, request.body, content_type)
+        updated = await self.rest(info.resource).update(
+            body, info.namespace, info.name or "", user, info.subresource, _dry_run(request.query),
+            FieldManager.for_request(info.resource, request, info.verb, info.subresource))
+        return _object_response(updated, 200, fields.headers)
+
+    async def _patch(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
+        fields = FieldValidation(info.resource, request.query, info.verb)
+        content_type = request.headers.get("Content-Type")
+        rest, sub, dry_run = self.rest(info.resource), info.subresource, _dry_run(request.query)
+        if codec.media_type(content_type) == codec.APPLY_PATCH:  # server-side apply, which may create
+            config = codec.decode_object(request.body, content_type)
+            applier = Applier.for_apply(info.resource, request, sub, config)
+            applier.config = fields.object(applier.config, request.body, content_type)
+            result, status = await applier.run(rest, info.namespace, info.name or "", user, dry_run)
+            return _object_response(result, status, fields.headers)
+        apply = fields.patcher(_patcher(request.body, content_type, info.resource), request.body, content_type)
+        patched = await rest.patch(info.namespace, info.name or "", apply, user, sub, dry_run,
+                                   FieldManager.for_request(info.resource, request, info.verb, sub),
+                                   pure=codec.media_type(content_type) in _PURE_PATCHES)
+        return _object_response(patched, 200, fields.headers)
+
+    async def _delete(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
+        options = _delete_options(request.body, request.headers.get("Content-Type"), request.query)
+        obj, gone = await self.rest(info.resource).delete(info.namespace, info.name or "", options, user)
+        if gone and not info.resource.strategy.return_deleted_object:
+            return ApiResponse.json(success_status(info.name or "", info.resource.group, info.resource.plural,
+                                                   obj.get("metadata", {}).get("uid")))
+        accepted = not gone and options.get("orphanDependents") is False  # 202 only for this, as Kubernetes
+        return ApiResponse.json(obj, 202 if accepted else 200)
+
+    async def _delete_collection(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
+        rest = self.rest(info.resource)
+        options = _delete_options(request.body, request.headers.get("Content-Type"), request.query)
+        items, _ = await read_list(self.store, info.resource, info.namespace,
+                                   parse_list_options(request.query, info.resource))
+        # every item is checked first (admission, preconditions) as a dry run: a refused deletecollection
+        # deletes nothing, rather than whatever came before the item that was refused
+        dry = {**options, "dryRun": ["All"]}
+        for record in items:
+            meta = record.object().get("metadata", {})
+            try:
+                await rest.delete(meta.get("namespace"), meta.get("name", ""), dry, user)
+            except StatusError as exc:
+                if exc.code != 404:
+                    raise
+        deleted = []
+        for record in items:
+            meta = record.object().get("metadata", {})
+            try:
+                gone_obj, _ = await rest.delete(meta.get("namespace"), meta.get("name", ""), options, user)
+            except StatusError as exc:
+                if exc.code != 404:
+                    raise
+                continue
+            deleted.append(orjson.dumps(gone_obj))
+        return ApiResponse.raw(list_body(info.resource, deleted, {"resourceVersion": str(self.store.revision)}))
+
+    # -- subresources ----------------------------------------------------------------------------------------
+    async def _bind(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
+        body = codec.decode_object(request.body, request.headers.get("Content-Type"))
+        await self.rest(info.resource).bind(info.namespace or "", info.name or "", body, user)
+        return ApiResponse.json(success_status(info.name or "", "", "pods"), 201)
+
+    async def _evict(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
+        body = codec.decode_object(request.body, request.headers.get("Content-Type"))
+        status = await evict(self.rest(info.resource), info.namespace or "", info.name or "", body, user,
+                             _dry_run(request.query))
+        return ApiResponse.json(status, 201)
+
+    async def _pod_proxy(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
+        return await self.pod_proxy.handle(info, request)
+
+    async def _get_scale(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
+        """NAME/scale: the Scale view of the object's replicas."""
+        record = self.rest(info.resource).record(info.namespace, info.name or "")
+        return ApiResponse.json(scale.to_scale(info.resource, record.object()))
+
+    async def _update_scale(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
+        body = codec.decode_object(request.body, request.headers.get("Content-Type"))
+        resource, name = info.resource, info.name or ""
+        return await self._scale(info, request, user, lambda current: scale.scaled(resource, current, body, name))
+
+    async def _patch_scale(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
+        content_type = request.headers.get("Content-Type")
+        accepted = tuple(t for t in PATCH_MEDIA_TYPES if t != codec.APPLY_PATCH)
+        if codec.media_type(content_type) == codec.APPLY_PATCH:
+            raise unsupported_media_type(codec.APPLY_PATCH, accepted)
+        patch = _patcher(request.body, content_type, info.resource, accepted)
+        return await self._scale(info, request, user, scale.patched_scale(info.resource, patch, info.name or ""))
+
+    async def _scale(self, info: RequestInfo, request: ApiRequest, user: User, apply: Callable[[Obj], Obj]
+                     ) -> ApiResponse:
+        """Write the object as ``apply`` changes it through its Scale view, and answer that view."""
+        resource = info.resource
+        result = await self.rest(resource).patch(info.namespace, info.name or "", apply, user, None,
+                                                 _dry_run(request.query),
+                                                 FieldManager.for_request(resource, request, info.verb, None))
         obj = result.object() if isinstance(result, Record) else result
         return ApiResponse.json(scale.to_scale(resource, obj))
+
+
+def _method_not_allowed(request: ApiRequest) -> StatusError:
+    return method_not_allowed(f"the server does not allow this method on the requested resource ({request.method})")
 
 
 def _object_response(result: Record | Obj, status: int = 200, headers: dict[str, str] | None = None) -> ApiResponse:

@@ -9,6 +9,7 @@ import datetime
 import click
 
 from minik.api.errors import StatusError
+from minik.api.timestamps import rfc3339
 from minik.cli.common import Session, fail, target_options
 from minik.cli.output import align, human_duration
 from minik.client import Client
@@ -130,7 +131,7 @@ def _rows(secrets: list[dict], now: datetime.datetime) -> list[list[str]]:
             else:
                 left = (bootstrap.expiration - now).total_seconds()
                 ttl = human_duration(left) if left > 0 else "<expired>"
-                expires = tokens.rfc3339(bootstrap.expiration)
+                expires = rfc3339(bootstrap.expiration.timestamp())
             rows.append([bootstrap.id, bootstrap.role, ttl, expires, bootstrap.description or "<none>"])
             continue
         credential = tokens.read_node_credential_secret(secret)

@@ -7,16 +7,14 @@ object is copied (``copy.deepcopy``) before it is changed and written back throu
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
-from datetime import datetime, timezone
 from typing import Any, Protocol
 
 import structlog
 
 from minik.aio import start_task, stop_task
+from minik.aio.clock import SYSTEM_CLOCK, Clock
 from minik.api.errors import StatusError
-from minik.api.timestamps import parse_rfc3339
 from minik.client import Client
 from minik.informers import Informer, Transform, object_key
 from minik.workqueue import ShutDown, WorkQueue
@@ -25,62 +23,6 @@ Obj = dict[str, Any]
 
 #: how many times a key is retried with backoff before it is dropped (it comes back with its next event or resync)
 MAX_RETRIES = 15
-
-
-class Clock:
-    """Wall-clock time for controllers; tests replace it with a ``FakeClock`` to move time forward.
-
-    ``add_after`` is how a controller asks to look at a key again once some time has passed: with the real clock
-    that is the queue's own timer; a ``FakeClock`` fires it when the test moves the clock past it.
-    """
-
-    def now(self) -> float:
-        return time.time()
-
-    def add_after(self, queue: WorkQueue[str], key: str, seconds: float) -> None:
-        queue.add_after(key, seconds)
-
-
-class FakeClock(Clock):
-    """A clock that only moves when told to (CronJob schedules, minReadySeconds, TTLs in tests); keys asked for
-    later are added to their queues when ``step`` or ``set`` moves the clock past their time."""
-
-    def __init__(self, start: float | None = None) -> None:
-        self._now = time.time() if start is None else start
-        self._wakeups: list[tuple[float, WorkQueue[str], str]] = []
-
-    def now(self) -> float:
-        return self._now
-
-    def add_after(self, queue: WorkQueue[str], key: str, seconds: float) -> None:
-        if seconds <= 0:
-            queue.add(key)
-        else:
-            self._wakeups.append((self._now + seconds, queue, key))
-
-    def step(self, seconds: float) -> None:
-        self.set(self._now + seconds)
-
-    def set(self, when: float) -> None:
-        self._now = when
-        due = [w for w in self._wakeups if w[0] <= when]
-        self._wakeups = [w for w in self._wakeups if w[0] > when]
-        for _, queue, key in due:
-            queue.add(key)
-
-
-def rfc3339(seconds: float) -> str:
-    return datetime.fromtimestamp(int(seconds), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(value: str | None) -> float | None:
-    """Seconds since the epoch of an RFC 3339 timestamp as the API writes them; None for none (or nonsense)."""
-    if not value:
-        return None
-    try:
-        return parse_rfc3339(value)
-    except ValueError:
-        return None
 
 
 class Recorder(Protocol):
@@ -143,7 +85,7 @@ class Controller:
         self.recorder = recorder
         self.factory = factory
         self.workers = workers
-        self.clock = clock or Clock()
+        self.clock = clock or SYSTEM_CLOCK
         self.queue: WorkQueue[str] = WorkQueue(name=self.name)
         self.log = structlog.get_logger(f"minik.controllers.{self.name}")
         self._tasks: list[asyncio.Task[None]] = []

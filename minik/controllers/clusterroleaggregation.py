@@ -10,9 +10,10 @@ order of the roles' names, each distinct rule once, and writes them only when th
 
 from __future__ import annotations
 
+from minik.aio.clock import Clock
 from minik.api.kinds.rbac import aggregated_rules, aggregation_selectors
 from minik.client import Client
-from minik.controllers.base import Clock, Controller, InformerFactory, Obj, Recorder
+from minik.controllers.base import Controller, InformerFactory, Obj, Recorder
 
 
 class ClusterRoleAggregationController(Controller):

@@ -17,12 +17,14 @@ import copy
 from datetime import datetime, timezone, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from minik.aio.clock import Clock
 from minik.api.cron import Schedule, parse_schedule
 from minik.api.errors import StatusError
+from minik.api.timestamps import parse_time, rfc3339
 from minik.client import Client
 from minik.controllers import jobutil as ju
-from minik.controllers.base import (Clock, Controller, InformerFactory, Obj, Recorder, controller_ref,
-                                    is_being_deleted, owner_reference, parse_time, rfc3339)
+from minik.controllers.base import (Controller, InformerFactory, Obj, Recorder, controller_ref, is_being_deleted,
+                                    owner_reference)
 
 SCHEDULED_TIMESTAMP = "batch.kubernetes.io/cronjob-scheduled-timestamp"
 #: the requeue lands this long after the schedule fires, so the sync sees the time as due (nextScheduleDelta)
@@ -73,7 +75,7 @@ def scheduled_timestamp(seconds: float, zone: tzinfo | None) -> str:
     """RFC 3339 in the CronJob's zone (``Z`` for UTC), as the scheduled-timestamp annotation carries it."""
     stamp = _at(seconds, zone if zone is not None else datetime.now().astimezone().tzinfo).replace(microsecond=0)
     if stamp.utcoffset() == timezone.utc.utcoffset(None):
-        return stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
+        return rfc3339(seconds)
     return stamp.isoformat()
 
 

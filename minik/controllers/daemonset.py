@@ -17,12 +17,14 @@ import asyncio
 import copy
 from collections import defaultdict
 
+from minik.aio.backoff import KeyedBackoff
+from minik.aio.clock import Clock
 from minik.api.errors import StatusError
 from minik.api.selectors import LabelSelector, selector_from_dict
+from minik.api.timestamps import parse_time
 from minik.client import Client
 from minik.controllers import daemonsetutil as dsu
-from minik.controllers.base import (Clock, Controller, InformerFactory, Obj, Recorder, controller_ref,
-                                    is_being_deleted, parse_time)
+from minik.controllers.base import Controller, InformerFactory, Obj, Recorder, controller_ref, is_being_deleted
 from minik.controllers.claims import claim, fresh_owner_check
 from minik.controllers.expectations import Expectations
 from minik.controllers.pods import is_available, is_ready, pod_from_template
@@ -51,8 +53,8 @@ class DaemonSetController(Controller):
                  recorder: Recorder | None = None) -> None:
         super().__init__(client, factory, workers, clock, recorder)
         self.expectations = Expectations()
-        #: (daemon set key, node) -> (current delay, when it started) for replacing failed pods
-        self.failed_backoff: dict[tuple[str, str], tuple[float, float]] = {}
+        #: per (daemon set key, node): how long before a failed pod there is replaced again
+        self.failed_backoff: KeyedBackoff[tuple[str, str]] = KeyedBackoff(FAILED_POD_BACKOFF, FAILED_POD_MAX_BACKOFF)
         self.daemonsets = factory.informer("daemonsets")
         self.pods = factory.informer("pods")
         self.nodes = factory.informer("nodes")
@@ -64,8 +66,7 @@ class DaemonSetController(Controller):
     def _ds_deleted(self, ds: Obj) -> None:
         key = object_key(ds)
         self.expectations.forget(key)
-        for entry in [e for e in self.failed_backoff if e[0] == key]:
-            del self.failed_backoff[entry]
+        self.failed_backoff.reset_where(lambda entry: entry[0] == key)
         self.enqueue(ds)
 
     def _owner(self, pod: Obj) -> Obj | None:
@@ -200,15 +201,10 @@ class DaemonSetController(Controller):
         """Seconds before a failed pod on ``node`` may be replaced again: 1 s, doubling to 15 min while they keep
         failing (Kubernetes' failedPodsBackoff); 0 means now, and starts the next delay."""
         now = self.clock.now()
-        entry = self.failed_backoff.get((key, node))
-        if entry is not None:
-            delay, since = entry
-            if now - since < delay:
-                return since + delay - now
-            if now - since > 2 * FAILED_POD_MAX_BACKOFF:
-                entry = None  # it has been fine for long enough: start over
-        delay = FAILED_POD_BACKOFF if entry is None else min(entry[0] * 2, FAILED_POD_MAX_BACKOFF)
-        self.failed_backoff[(key, node)] = (delay, now)
+        wait = self.failed_backoff.remaining((key, node), now)
+        if wait > 0:
+            return wait
+        self.failed_backoff.step((key, node), now)
         return 0.0
 
     def _surplus(self, ds: Obj, running: list[Obj], hash_: str, surging: bool) -> list[Obj]:

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import copy
 
+from minik.aio.clock import Clock
 from minik.api.errors import StatusError
 from minik.api.selectors import LabelSelector, selector_from_dict
+from minik.api.timestamps import parse_time
 from minik.client import Client
 from minik.controllers import deploymentutil as du
-from minik.controllers.base import (Clock, Controller, InformerFactory, Obj, Recorder, controller_ref,
-                                    is_being_deleted, owner_reference, parse_time)
+from minik.controllers.base import (Controller, InformerFactory, Obj, Recorder, controller_ref, is_being_deleted,
+                                    owner_reference)
 from minik.controllers.claims import claim, fresh_owner_check
 
 

@@ -9,7 +9,8 @@ from typing import Any
 
 import orjson
 
-from minik.controllers.base import Obj, rfc3339
+from minik.api.timestamps import rfc3339
+from minik.controllers.base import Obj
 
 TEMPLATE_HASH_LABEL = "pod-template-hash"
 REVISION = "deployment.kubernetes.io/revision"

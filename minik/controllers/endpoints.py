@@ -9,32 +9,23 @@ same ports are packed into one subset, sorted, so an unchanged world writes noth
 
 Services without a selector are left alone (their Endpoints are someone else's: the `kubernetes` Service's are
 the API server's), as are ExternalName Services. The Endpoints of a deleted Service are deleted.
-
-Standalone for now (its own informers, queue and workers, in the controllers' shape: handlers only enqueue service
-keys, workers sync one key at a time, failures retried with backoff); it moves onto minik.controllers.base once
-that lands.
 """
 
 from __future__ import annotations
 
-import asyncio
 import copy
-from typing import Any
 
 import structlog
 
-from minik.aio import start_task, stop_task
+from minik.aio.clock import Clock
 from minik.api.errors import StatusError
 from minik.api.selectors import selector_from_set
 from minik.client import Client
-from minik.informers import Informer, object_key, split_key
-from minik.workqueue import ShutDown, WorkQueue
+from minik.controllers.base import Controller, InformerFactory, Obj, Recorder
+from minik.informers import object_key, split_key
 
 log = structlog.get_logger("minik.controllers.endpoints")
 
-Obj = dict[str, Any]
-
-MAX_RETRIES = 15
 HEADLESS_LABEL = "service.kubernetes.io/headless"
 
 
@@ -151,54 +142,22 @@ def manages(service: Obj) -> bool:
 
 # -- the controller ----------------------------------------------------------------------------------------------
 
-class EndpointsController:
+class EndpointsController(Controller):
     """Services + pods (+ the current Endpoints) -> Endpoints, one service key at a time."""
 
     name = "endpoints"
 
-    def __init__(self, client: Client, workers: int = 2, *, services: Informer | None = None,
-                 pods: Informer | None = None, endpoints: Informer | None = None) -> None:
-        """Pass shared informers to use them (the caller starts and stops them); any left out is created, started
-        and stopped by the controller itself."""
-        self.client = client
-        self.workers = workers
-        self._owned: list[Informer] = []
-        self.services = services or self._own(Informer(client, "services"))
-        self.pods = pods or self._own(Informer(client, "pods"))
-        self.endpoints = endpoints or self._own(Informer(client, "endpoints"))
-        self.queue: WorkQueue[str] = WorkQueue(name=self.name)
-        self._tasks: list[asyncio.Task[None]] = []
-        self.services.add_handlers(self._service_changed, lambda _old, new: self._service_changed(new),
-                                   self._service_changed)
+    def __init__(self, client: Client, factory: InformerFactory, workers: int = 2, clock: Clock | None = None,
+                 recorder: Recorder | None = None) -> None:
+        super().__init__(client, factory, workers, clock, recorder)
+        self.services = factory.informer("services")
+        self.pods = factory.informer("pods")
+        self.endpoints = factory.informer("endpoints")
+        self.services.add_handlers(self.enqueue, lambda _old, new: self.enqueue(new), self.enqueue)
         self.pods.add_handlers(self._pod_added, self._pod_updated, self._pod_added)
         self.endpoints.add_handlers(on_delete=self._endpoints_deleted)
 
-    def _own(self, informer: Informer) -> Informer:
-        self._owned.append(informer)
-        return informer
-
-    # -- life cycle --------------------------------------------------------------------------------------------
-    async def start(self) -> None:
-        for informer in self._owned:
-            informer.start()
-        for informer in (self.services, self.pods, self.endpoints):
-            await informer.wait_for_sync(30.0)
-        for i in range(self.workers):
-            self._tasks.append(start_task(self._worker(), name=f"{self.name} worker {i}"))
-        log.info("endpoints controller started", workers=self.workers)
-
-    async def stop(self) -> None:
-        self.queue.shutdown()
-        for task in self._tasks:
-            await stop_task(task)
-        self._tasks.clear()
-        for informer in reversed(self._owned):
-            await informer.stop()
-
     # -- handlers: they only enqueue service keys --------------------------------------------------------------
-    def _service_changed(self, service: Obj) -> None:
-        self.queue.add(object_key(service))
-
     def _services_of(self, pod: Obj) -> list[str]:
         meta = pod.get("metadata") or {}
         labels = meta.get("labels") or {}
@@ -227,29 +186,6 @@ class EndpointsController:
         if self.services.get(key) is not None:
             self.queue.add(key)  # someone deleted what we keep: put it back
 
-    # -- workers -----------------------------------------------------------------------------------------------
-    async def _worker(self) -> None:
-        while True:
-            try:
-                key = await self.queue.get()
-            except ShutDown:
-                return
-            try:
-                await self.sync(key)
-                self.queue.forget(key)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - retried with backoff, never fatal
-                if self.queue.num_requeues(key) >= MAX_RETRIES:
-                    log.warning("dropping service after repeated failures", service=key, error=str(exc))
-                    self.queue.forget(key)
-                else:
-                    level = log.debug if isinstance(exc, StatusError) and exc.code in (404, 409) else log.warning
-                    level("endpoints sync failed; retrying", service=key, error=str(exc))
-                    self.queue.add_rate_limited(key)
-            finally:
-                self.queue.done(key)
-
     async def sync(self, key: str) -> None:
         namespace, name = split_key(key)
         service = self.services.get(key)
@@ -272,7 +208,7 @@ class EndpointsController:
             body = {"apiVersion": "v1", "kind": "Endpoints",
                     "metadata": {"name": name, "namespace": namespace, "labels": labels}, "subsets": subsets}
             await self.client.create("endpoints", body, namespace)
-            log.debug("endpoints created", service=key, subsets=len(subsets))
+            self.log.debug("endpoints created", service=key, subsets=len(subsets))
             return
         if (current.get("subsets") or []) == subsets and \
                 ((current.get("metadata") or {}).get("labels") or {}) == labels:
@@ -281,4 +217,4 @@ class EndpointsController:
         updated["subsets"] = subsets
         updated["metadata"]["labels"] = labels
         await self.client.update("endpoints", updated, namespace)
-        log.debug("endpoints updated", service=key, subsets=len(subsets))
+        self.log.debug("endpoints updated", service=key, subsets=len(subsets))

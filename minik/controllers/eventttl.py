@@ -4,9 +4,11 @@ its lastTimestamp, series.lastObservedTime or eventTime, whichever is latest (it
 
 from __future__ import annotations
 
+from minik.aio.clock import Clock
 from minik.api.errors import StatusError
+from minik.api.timestamps import parse_time
 from minik.client import Client
-from minik.controllers.base import Clock, Controller, InformerFactory, Obj, Recorder, parse_time
+from minik.controllers.base import Controller, InformerFactory, Obj, Recorder
 
 DEFAULT_TTL_SECONDS = 3600.0
 

@@ -6,9 +6,10 @@ minutes, so a lost event cannot wedge a controller forever.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+from minik.aio.clock import SYSTEM_CLOCK, Clock
 
 #: how long expectations hold before a sync goes ahead anyway (Kubernetes' ExpectationsTimeout)
 EXPECTATIONS_TIMEOUT = 300.0
@@ -22,8 +23,8 @@ class _Expectation:
 
 
 class Expectations:
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self._clock = clock
+    def __init__(self, clock: Clock = SYSTEM_CLOCK) -> None:
+        self._now = clock.monotonic
         self._items: dict[str, _Expectation] = {}
 
     def satisfied(self, key: str) -> bool:
@@ -33,17 +34,17 @@ class Expectations:
             return True
         if e.adds <= 0 and not e.deletes:
             return True
-        return self._clock() - e.timestamp > EXPECTATIONS_TIMEOUT
+        return self._now() - e.timestamp > EXPECTATIONS_TIMEOUT
 
     def expect(self, key: str, creations: int = 0, deletions: Iterable[str] = ()) -> None:
         """Creations and deletions (uids) made by one sync together."""
-        self._items[key] = _Expectation(adds=creations, deletes=set(deletions), timestamp=self._clock())
+        self._items[key] = _Expectation(adds=creations, deletes=set(deletions), timestamp=self._now())
 
     def expect_creations(self, key: str, count: int) -> None:
-        self._items[key] = _Expectation(adds=count, timestamp=self._clock())
+        self._items[key] = _Expectation(adds=count, timestamp=self._now())
 
     def expect_deletions(self, key: str, uids: Iterable[str]) -> None:
-        self._items[key] = _Expectation(deletes=set(uids), timestamp=self._clock())
+        self._items[key] = _Expectation(deletes=set(uids), timestamp=self._now())
 
     def creation_observed(self, key: str) -> None:
         e = self._items.get(key)

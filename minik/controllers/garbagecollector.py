@@ -21,10 +21,11 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from minik.aio.clock import Clock
 from minik.api.errors import StatusError
 from minik.api.registry import ResourceType
 from minik.client import JSON_PATCH, Client
-from minik.controllers.base import Clock, Controller, InformerFactory, Obj, Recorder, is_being_deleted
+from minik.controllers.base import Controller, InformerFactory, Obj, Recorder, is_being_deleted
 from minik.informers import Informer, object_key
 
 ORPHAN = "orphan"

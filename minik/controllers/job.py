@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from dataclasses import dataclass
 
+from minik.aio.clock import Clock
 from minik.api.errors import StatusError
 from minik.api.selectors import LabelSelector, selector_from_dict
+from minik.api.timestamps import parse_time, rfc3339
 from minik.client import JSON_PATCH, Client
 from minik.controllers import jobutil as ju
-from minik.controllers.base import (Clock, Controller, InformerFactory, Obj, Recorder, controller_ref,
-                                    is_being_deleted, parse_time, rfc3339)
+from minik.controllers.base import Controller, InformerFactory, Obj, Recorder, controller_ref, is_being_deleted
 from minik.controllers.claims import claim, fresh_owner_check
 from minik.controllers.expectations import Expectations
 from minik.controllers.pods import deletion_rank, is_active, is_ready
@@ -252,6 +254,18 @@ class JobController(Controller):
         return len(pods)
 
 
+@dataclass
+class _Counts:
+    """What one sync counted of a Job's pods; the pod changes it makes update them."""
+
+    active: list[Obj]
+    active_count: int
+    terminating: int
+    ready: int
+    succeeded: int
+    failed: int
+
+
 class JobSync:
     """One sync of one Job: what it counts, decides and writes (Kubernetes' syncJob with its syncJobCtx)."""
 
@@ -266,6 +280,12 @@ class JobSync:
         self.completions: int | None = ju.spec_int(job, "completions")
         self.parallelism: int = ju.spec_int(job, "parallelism", 1)
         self.pods: list[Obj] = []
+        self.uncounted_succeeded: list[str] = []
+        self.uncounted_failed: list[str] = []
+        #: an Indexed Job's completed indexes as its status had them, and with the pods that succeeded since
+        self.prev_indexes: set[int] = set()
+        self.succeeded_indexes: set[int] = set()
+        self.backoff = ju.BackoffRecord()
         self.finished_condition: Obj | None = None
         self.original_status = copy.deepcopy(job.get("status") or {})
 
@@ -280,87 +300,112 @@ class JobSync:
             return LabelSelector.nothing()
 
     async def run(self) -> None:
-        c, job, status = self.c, self.job, self.status
-        namespace = job["metadata"].get("namespace")
-        self.pods = await claim(c.client, "pods", job, self._selector(), c.pods.list(namespace),
-                                fresh_owner_check(c.client, "jobs", job))
-        removing = c.removing.get(self.key, set())
-        uncounted = status.get("uncountedTerminatedPods") or {}
-        self.uncounted_succeeded: list[str] = list(uncounted.get("succeeded") or [])
-        self.uncounted_failed: list[str] = list(uncounted.get("failed") or [])
-        active = [p for p in self.pods if is_active(p)]
-        terminating = sum(1 for p in self.pods if is_being_deleted(p) and
-                          (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
-        ready = sum(1 for p in active if is_ready(p))
-
-        # pods finished since the last count (they still carry the finalizer and are in no uncounted list)
-        counted_elsewhere = set(self.uncounted_succeeded) | set(self.uncounted_failed) | removing
-        fresh = [p for p in self.pods if ju.has_finalizer(p) and p["metadata"]["uid"] not in counted_elsewhere]
-        new_succeeded = [p for p in fresh if (p.get("status") or {}).get("phase") == "Succeeded"]
-        new_failed = [p for p in fresh if ju.is_failed(p, job)]
-        self.prev_indexes = ju.parse_indexes(status.get("completedIndexes"), self.completions or 0) \
-            if self.indexed else set()
-        if self.indexed:
-            self.succeeded_indexes = self.prev_indexes | {
-                i for p in self.pods if (p.get("status") or {}).get("phase") == "Succeeded" and ju.has_finalizer(p)
-                for i in [ju.completion_index(p)] if i is not None and i < (self.completions or 0)}
-            succeeded = len(self.succeeded_indexes)
-        else:
-            succeeded = int(status.get("succeeded") or 0) + len(self.uncounted_succeeded) + len(new_succeeded)
-        failed = int(status.get("failed") or 0) + len(self.uncounted_failed) + len(new_failed)
-        backoff = c.backoffs.get(self.key, ju.BackoffRecord()).after(
-            [ju.finish_time(p, self.now) for p in new_succeeded], [ju.finish_time(p, self.now) for p in new_failed])
-        self.backoff = backoff
-
-        if not status.get("startTime") and not self.suspended:
-            status["startTime"] = rfc3339(self.now)
-
-        self.finished_condition = _true(job, ju.SUCCESS_CRITERIA_MET) or _true(job, ju.FAILURE_TARGET)
-        if self.finished_condition is None:
-            backoff_limit = ju.spec_int(job, "backoffLimit", 6)
-            if failed > backoff_limit or ju.past_backoff_limit_on_failure(job, self.pods):
-                self.finished_condition = ju.new_condition(ju.FAILURE_TARGET, *ju.BACKOFF_LIMIT_EXCEEDED, self.now)
-            elif self._past_deadline():
-                self.finished_condition = ju.new_condition(ju.FAILURE_TARGET, *ju.DEADLINE_EXCEEDED, self.now)
-            elif self.spec.get("activeDeadlineSeconds") is not None and not self.suspended:
-                start = parse_time(status.get("startTime")) or self.now
-                c.enqueue_key_after(self.key, max(0.0, start + int(self.spec["activeDeadlineSeconds"]) - self.now))
-
-        manage_error: Exception | None = None
-        if self.finished_condition is not None and self.finished_condition["type"] == ju.FAILURE_TARGET:
-            if active:
-                try:
-                    terminating += await c.delete_pods(self.key, job, active, keep_finalizer=True)
-                except Exception as exc:  # noqa: BLE001 - status first, then retry
-                    manage_error = exc
-                ready = 0
-            active_count = 0
-        elif self.finished_condition is None:
-            active_count = len(active)
-            manage_called = False
-            if c.expectations.satisfied(self.key) and not is_being_deleted(job):
-                try:
-                    active_count, terminating, ready = await self._manage(active, succeeded, terminating, ready)
-                except Exception as exc:  # noqa: BLE001 - status first, then retry
-                    manage_error = exc
-                manage_called = True
-            done = succeeded > 0 and active_count == 0 if self.completions is None else \
-                succeeded >= self.completions and active_count == 0
-            if done:
-                self.finished_condition = ju.new_condition(ju.SUCCESS_CRITERIA_MET, *ju.COMPLETIONS_REACHED, self.now)
-            elif manage_called:
-                self._suspension_conditions()
-        else:
-            active_count = len(active)
-
-        status["active"] = active_count
-        status["ready"] = ready
-        status["terminating"] = terminating
-        if not status.get("active"):
-            status.pop("active")
+        """Count the Job's pods, decide whether it has ended, create or delete pods, then write what it counted."""
+        await self._claim()
+        counts = self._count()
+        if not self.status.get("startTime") and not self.suspended:
+            self.status["startTime"] = rfc3339(self.now)
+        self._decide_end(counts.failed)
+        manage_error = await self._act(counts)
+        self.status["active"] = counts.active_count
+        self.status["ready"] = counts.ready
+        self.status["terminating"] = counts.terminating
+        if not self.status.get("active"):
+            self.status.pop("active")
         await self._track_and_finish()
         if manage_error is not None:
             raise manage_error
+
+    async def _claim(self) -> None:
+        """The pods the Job owns (adopting and releasing as its selector says), and the uids it has not counted."""
+        c, job = self.c, self.job
+        self.pods = await claim(c.client, "pods", job, self._selector(), c.pods.list(job["metadata"].get("namespace")),
+                                fresh_owner_check(c.client, "jobs", job))
+        uncounted = self.status.get("uncountedTerminatedPods") or {}
+        self.uncounted_succeeded = list(uncounted.get("succeeded") or [])
+        self.uncounted_failed = list(uncounted.get("failed") or [])
+
+    def _count(self) -> _Counts:
+        """Active, terminating and ready pods; succeeded and failed ones, counted or not yet; and the back-off
+        after the latest failures."""
+        active = [p for p in self.pods if is_active(p)]
+        terminating = sum(1 for p in self.pods if is_being_deleted(p) and
+                          (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
+        new_succeeded, new_failed = self._newly_finished()
+        succeeded = self._succeeded(new_succeeded)
+        failed = int(self.status.get("failed") or 0) + len(self.uncounted_failed) + len(new_failed)
+        self.backoff = self.c.backoffs.get(self.key, ju.BackoffRecord()).after(
+            [ju.finish_time(p, self.now) for p in new_succeeded], [ju.finish_time(p, self.now) for p in new_failed])
+        return _Counts(active, len(active), terminating, sum(1 for p in active if is_ready(p)), succeeded, failed)
+
+    def _newly_finished(self) -> tuple[list[Obj], list[Obj]]:
+        """The pods that succeeded and failed since the last count: they still carry the finalizer and are in no
+        uncounted list (nor having their finalizer removed)."""
+        counted_elsewhere = (set(self.uncounted_succeeded) | set(self.uncounted_failed) |
+                             self.c.removing.get(self.key, set()))
+        fresh = [p for p in self.pods if ju.has_finalizer(p) and p["metadata"]["uid"] not in counted_elsewhere]
+        return ([p for p in fresh if (p.get("status") or {}).get("phase") == "Succeeded"],
+                [p for p in fresh if ju.is_failed(p, self.job)])
+
+    def _succeeded(self, new_succeeded: list[Obj]) -> int:
+        """How many pods succeeded: completed indexes for an Indexed Job (noting them), else a count."""
+        if not self.indexed:
+            return int(self.status.get("succeeded") or 0) + len(self.uncounted_succeeded) + len(new_succeeded)
+        completions = self.completions or 0
+        self.prev_indexes = ju.parse_indexes(self.status.get("completedIndexes"), completions)
+        self.succeeded_indexes = self.prev_indexes | {
+            i for p in self.pods if (p.get("status") or {}).get("phase") == "Succeeded" and ju.has_finalizer(p)
+            for i in [ju.completion_index(p)] if i is not None and i < completions}
+        return len(self.succeeded_indexes)
+
+    def _decide_end(self, failed: int) -> None:
+        """Whether the Job has failed (too many failures, past its deadline); else look again at the deadline."""
+        self.finished_condition = _true(self.job, ju.SUCCESS_CRITERIA_MET) or _true(self.job, ju.FAILURE_TARGET)
+        if self.finished_condition is not None:
+            return
+        if failed > ju.spec_int(self.job, "backoffLimit", 6) or ju.past_backoff_limit_on_failure(self.job, self.pods):
+            self.finished_condition = ju.new_condition(ju.FAILURE_TARGET, *ju.BACKOFF_LIMIT_EXCEEDED, self.now)
+        elif self._past_deadline():
+            self.finished_condition = ju.new_condition(ju.FAILURE_TARGET, *ju.DEADLINE_EXCEEDED, self.now)
+        elif self.spec.get("activeDeadlineSeconds") is not None and not self.suspended:
+            start = parse_time(self.status.get("startTime")) or self.now
+            self.c.enqueue_key_after(self.key, max(0.0, start + int(self.spec["activeDeadlineSeconds"]) - self.now))
+
+    async def _act(self, counts: _Counts) -> Exception | None:
+        """A failing Job's active pods go; a running one gets the pods it wants (and ends once enough of them
+        succeeded). Updates ``counts``; returns the error of the pod changes, raised after the status is written."""
+        c = self.c
+        if self.finished_condition is not None:
+            if self.finished_condition["type"] != ju.FAILURE_TARGET:
+                return None
+            counts.active_count = 0
+            if not counts.active:
+                return None
+            counts.ready = 0
+            try:
+                counts.terminating += await c.delete_pods(self.key, self.job, counts.active, keep_finalizer=True)
+            except Exception as exc:  # noqa: BLE001 - status first, then retry
+                return exc
+            return None
+        error: Exception | None = None
+        managed = c.expectations.satisfied(self.key) and not is_being_deleted(self.job)
+        if managed:
+            try:
+                counts.active_count, counts.terminating, counts.ready = await self._manage(
+                    counts.active, counts.succeeded, counts.terminating, counts.ready)
+            except Exception as exc:  # noqa: BLE001 - status first, then retry
+                error = exc
+        if self._done(counts):
+            self.finished_condition = ju.new_condition(ju.SUCCESS_CRITERIA_MET, *ju.COMPLETIONS_REACHED, self.now)
+        elif managed:
+            self._suspension_conditions()
+        return error
+
+    def _done(self, counts: _Counts) -> bool:
+        """Enough pods succeeded (any, without ``completions``) and none is active."""
+        if counts.active_count:
+            return False
+        return counts.succeeded > 0 if self.completions is None else counts.succeeded >= self.completions
 
     def _past_deadline(self) -> bool:
         deadline = self.spec.get("activeDeadlineSeconds")
@@ -441,35 +486,9 @@ class JobSync:
         count those whose finalizer is gone, and add Complete or Failed once nothing is left to count (write)."""
         c, job, status = self.c, self.job, self.status
         removing = c.removing.get(self.key, set())
-        failing_all = self.finished_condition is not None and self.finished_condition["type"] == ju.FAILURE_TARGET
-        can_remove_all = is_being_deleted(job) or self.finished_condition is not None
         with_finalizer = {p["metadata"]["uid"] for p in self.pods if ju.has_finalizer(p) and
                           p["metadata"]["uid"] not in removing}
-        uncounted_s, uncounted_f = self.uncounted_succeeded, self.uncounted_failed
-        new_indexes: set[int] = set()
-        to_release: list[Obj] = []
-        for pod in self.pods:
-            uid = pod["metadata"]["uid"]
-            if uid not in with_finalizer:
-                continue
-            phase = (pod.get("status") or {}).get("phase")
-            failed = ju.is_failed(pod, job)
-            if not (can_remove_all or phase == "Succeeded" or failed):
-                continue
-            to_release.append(pod)
-            if phase == "Succeeded" and uid not in uncounted_f:
-                if self.indexed:
-                    index = ju.completion_index(pod)
-                    if index is not None and index < (self.completions or 0) and index not in self.prev_indexes:
-                        new_indexes.add(index)
-                elif uid not in uncounted_s:
-                    uncounted_s.append(uid)
-            elif (failed or failing_all) and uid not in uncounted_f and uid not in uncounted_s:
-                index = ju.completion_index(pod)
-                if not self.indexed or (index is not None and index < (self.completions or 0)):
-                    uncounted_f.append(uid)
-            if len(new_indexes) + len(uncounted_s) + len(uncounted_f) >= MAX_UNCOUNTED:
-                break
+        to_release, new_indexes = self._note_finished(with_finalizer)
         self._move_counted(with_finalizer)
         if self.indexed:
             self.prev_indexes |= new_indexes
@@ -495,6 +514,43 @@ class JobSync:
             await self._write()
         if finished_now:
             self._record_finished()
+
+    def _note_finished(self, with_finalizer: set[str]) -> tuple[list[Obj], set[int]]:
+        """The pods whose finalizer may go (finished ones; all once the Job ends or is being deleted), each noted
+        first as uncounted (or, for an Indexed Job, as a completed index, which are returned), at most
+        MAX_UNCOUNTED of them."""
+        can_remove_all = is_being_deleted(self.job) or self.finished_condition is not None
+        new_indexes: set[int] = set()
+        to_release: list[Obj] = []
+        for pod in self.pods:
+            if pod["metadata"]["uid"] not in with_finalizer:
+                continue
+            phase = (pod.get("status") or {}).get("phase")
+            failed = ju.is_failed(pod, self.job)
+            if not (can_remove_all or phase == "Succeeded" or failed):
+                continue
+            to_release.append(pod)
+            self._note(pod, phase == "Succeeded", failed, new_indexes)
+            if len(new_indexes) + len(self.uncounted_succeeded) + len(self.uncounted_failed) >= MAX_UNCOUNTED:
+                break
+        return to_release, new_indexes
+
+    def _note(self, pod: Obj, succeeded: bool, failed: bool, new_indexes: set[int]) -> None:
+        """Note one finished pod as uncounted, or its completion index; a pod of a failing Job counts as failed."""
+        uid = pod["metadata"]["uid"]
+        uncounted_s, uncounted_f = self.uncounted_succeeded, self.uncounted_failed
+        index = ju.completion_index(pod)
+        in_range = index is not None and index < (self.completions or 0)
+        failing_all = self.finished_condition is not None and self.finished_condition["type"] == ju.FAILURE_TARGET
+        if succeeded and uid not in uncounted_f:
+            if self.indexed:
+                if index is not None and in_range and index not in self.prev_indexes:
+                    new_indexes.add(index)
+            elif uid not in uncounted_s:
+                uncounted_s.append(uid)
+        elif (failed or failing_all) and uid not in uncounted_f and uid not in uncounted_s:
+            if not self.indexed or in_range:
+                uncounted_f.append(uid)
 
     def _move_counted(self, with_finalizer: set[str]) -> None:
         """Uncounted uids whose pod no longer carries the finalizer join the counters."""

@@ -7,7 +7,9 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from minik.controllers.base import Obj, parse_time, rfc3339
+from minik.aio.backoff import exponential
+from minik.api.timestamps import parse_time, rfc3339
+from minik.controllers.base import Obj
 from minik.controllers.pods import pod_from_template
 
 #: on every pod a Job creates, so that a pod is never gone before the Job has counted it
@@ -198,7 +200,7 @@ class BackoffRecord:
         failure."""
         if self.failures == 0 or self.last_failure is None:
             return 0.0
-        delay = min(base * 2 ** min(self.failures - 1, 32), maximum)
+        delay = exponential(base, maximum, self.failures - 1)
         return max(0.0, delay - (now - self.last_failure))
 
 

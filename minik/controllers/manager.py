@@ -9,13 +9,14 @@ its own (``clients``: in `minik up`, the service account ``kube-system/NAME`` bo
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import structlog
 
+from minik.aio.clock import SYSTEM_CLOCK, Clock
 from minik.client import Client
-from minik.controllers.base import Clock, Controller, InformerFactory, Recorder
+from minik.controllers.base import Controller, InformerFactory, Recorder
 
 if TYPE_CHECKING:
     from minik.events import EventRecorder
@@ -31,7 +32,7 @@ class ControllerSettings:
     enabled: Sequence[str] | None = None
     """Controller names to run (None: all of CONTROLLERS)."""
 
-    clock: Clock = field(default_factory=Clock)
+    clock: Clock = SYSTEM_CLOCK
     """Where controllers read the time (tests pass a FakeClock)."""
 
     host: str | None = None
@@ -178,8 +179,7 @@ def _clusterrole_aggregation(client: Client, factory: InformerFactory, s: Contro
 
 def _endpoints(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
     from minik.controllers.endpoints import EndpointsController
-    return EndpointsController(client, s.workers, services=factory.informer("services"),  # type: ignore[return-value]
-                               pods=factory.informer("pods"), endpoints=factory.informer("endpoints"))
+    return EndpointsController(client, factory, s.workers, s.clock, r)
 
 
 #: controller name -> factory (Kubernetes' names, as kube-controller-manager --controllers takes them)

@@ -13,11 +13,12 @@ import copy
 import math
 from collections import Counter
 
+from minik.aio.clock import Clock
 from minik.api.errors import StatusError
 from minik.api.registry import ResourceType
+from minik.api.timestamps import parse_time, rfc3339
 from minik.client import Client
-from minik.controllers.base import (Clock, Controller, InformerFactory, Obj, Recorder, is_being_deleted,
-                                    parse_time, rfc3339)
+from minik.controllers.base import Controller, InformerFactory, Obj, Recorder, is_being_deleted
 
 FINALIZER = "kubernetes"
 #: how soon a namespace whose content is still going is looked at again (at most; pods' grace may shorten it)

@@ -20,12 +20,14 @@ import copy
 from dataclasses import dataclass
 
 from minik.aio import start_task
+from minik.aio.clock import Clock
 from minik.api.errors import StatusError
 from minik.api.placement import (TAINT_DISK_PRESSURE, TAINT_MEMORY_PRESSURE, TAINT_NETWORK_UNAVAILABLE,
                                  TAINT_NOT_READY, TAINT_PID_PRESSURE, TAINT_UNREACHABLE, TAINT_UNSCHEDULABLE,
                                  node_condition)
+from minik.api.timestamps import parse_time, rfc3339
 from minik.client import JSON_PATCH, STRATEGIC_MERGE_PATCH, Client
-from minik.controllers.base import Clock, Controller, InformerFactory, Obj, Recorder, parse_time, rfc3339
+from minik.controllers.base import Controller, InformerFactory, Obj, Recorder
 from minik.controllers.ratelimit import RateLimitedQueue, TokenBucket
 from minik.informers import NODE_NAME_INDEX, by_node_name
 
@@ -232,7 +234,7 @@ class NodeLifecycleController(Controller):
     def _tainter(self, zone: str) -> RateLimitedQueue:
         tainter = self.tainters.get(zone)
         if tainter is None:
-            tainter = self.tainters[zone] = RateLimitedQueue(TokenBucket(self.eviction_rate, self.clock.now))
+            tainter = self.tainters[zone] = RateLimitedQueue(TokenBucket(self.eviction_rate, self.clock))
         return tainter
 
     def zone_state(self, nodes: list[Obj]) -> str:

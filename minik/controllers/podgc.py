@@ -11,9 +11,11 @@ removes the pods nobody else will:
 
 from __future__ import annotations
 
+from minik.aio.clock import Clock
 from minik.api.errors import StatusError
+from minik.api.timestamps import rfc3339
 from minik.client import STRATEGIC_MERGE_PATCH, Client
-from minik.controllers.base import Clock, Controller, InformerFactory, Obj, Recorder, is_being_deleted, rfc3339
+from minik.controllers.base import Controller, InformerFactory, Obj, Recorder, is_being_deleted
 from minik.informers import object_key
 
 GC_PERIOD_SECONDS = 20.0

@@ -5,7 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from minik.controllers.base import Obj, owner_reference, parse_time
+from minik.api.timestamps import parse_time
+from minik.controllers.base import Obj, owner_reference
 
 
 def is_active(pod: Obj) -> bool:

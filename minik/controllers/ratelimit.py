@@ -3,18 +3,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from minik.aio.clock import Clock
 
 
 class TokenBucket:
     """``qps`` tokens a second, at most ``burst`` saved up; a rate of 0 lets nothing through."""
 
-    def __init__(self, qps: float, now: Callable[[], float], burst: int = 1) -> None:
+    def __init__(self, qps: float, clock: Clock, burst: int = 1) -> None:
         self.qps = qps
         self.burst = burst
-        self._now = now
+        self._now = clock.now
         self._tokens = float(burst)
-        self._last = now()
+        self._last = self._now()
 
     def set_rate(self, qps: float) -> None:
         """Swap the rate (SwapLimiter); a bucket that was shut (0) starts full again."""

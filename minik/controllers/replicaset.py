@@ -11,11 +11,12 @@ import copy
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from minik.aio.clock import Clock
 from minik.api.errors import StatusError
 from minik.api.selectors import LabelSelector, selector_from_dict, selector_from_set
+from minik.api.timestamps import rfc3339
 from minik.client import Client
-from minik.controllers.base import (Clock, Controller, InformerFactory, Obj, Recorder, controller_ref,
-                                    is_being_deleted)
+from minik.controllers.base import Controller, InformerFactory, Obj, Recorder, controller_ref, is_being_deleted
 from minik.controllers.claims import claim, fresh_owner_check
 from minik.controllers.expectations import Expectations
 from minik.controllers.pods import deletion_rank, is_active, is_available, is_ready, pod_from_template
@@ -226,7 +227,7 @@ class ReplicaSetController(Controller):
                              if c.get("type") == "ReplicaFailure"), None)
             conditions.append({"type": "ReplicaFailure", "status": "True", "reason": reason,
                                "message": error.message,
-                               "lastTransitionTime": (previous or {}).get("lastTransitionTime") or _now(now)})
+                               "lastTransitionTime": (previous or {}).get("lastTransitionTime") or rfc3339(now)})
         if conditions:
             status["conditions"] = conditions
         return status
@@ -272,7 +273,3 @@ def _has_labels(pod: Obj, labels: dict[str, Any]) -> bool:
     have = (pod.get("metadata") or {}).get("labels") or {}
     return all(have.get(k) == v for k, v in labels.items())
 
-
-def _now(seconds: float) -> str:
-    from minik.controllers.base import rfc3339
-    return rfc3339(seconds)

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import copy
 
+from minik.aio.clock import Clock
 from minik.api.errors import StatusError
 from minik.client import Client
-from minik.controllers.base import Clock, Controller, InformerFactory, Obj, Recorder
+from minik.controllers.base import Controller, InformerFactory, Obj, Recorder
 
 CONFIGMAP = "kube-root-ca.crt"
 KEY = "ca.crt"

@@ -3,9 +3,10 @@ it is deleted, as Kubernetes' controller of the name keeps it. Pods that name no
 
 from __future__ import annotations
 
+from minik.aio.clock import Clock
 from minik.api.errors import StatusError
 from minik.client import Client
-from minik.controllers.base import Clock, Controller, InformerFactory, Obj, Recorder, is_being_deleted
+from minik.controllers.base import Controller, InformerFactory, Obj, Recorder, is_being_deleted
 
 DEFAULT = "default"
 

@@ -10,10 +10,12 @@ tainted node.
 
 from __future__ import annotations
 
+from minik.aio.clock import Clock
 from minik.api.errors import StatusError
 from minik.api.placement import matching_tolerations
+from minik.api.timestamps import rfc3339
 from minik.client import STRATEGIC_MERGE_PATCH, Client
-from minik.controllers.base import Clock, Controller, InformerFactory, Obj, Recorder, is_being_deleted, rfc3339
+from minik.controllers.base import Controller, InformerFactory, Obj, Recorder, is_being_deleted
 from minik.informers import NODE_NAME_INDEX, by_node_name, object_key, split_key
 
 

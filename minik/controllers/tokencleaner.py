@@ -4,9 +4,10 @@ Secrets show only tokens that still work. The API server already refuses an expi
 
 from __future__ import annotations
 
+from minik.aio.clock import Clock
 from minik.api.errors import StatusError
 from minik.client import Client
-from minik.controllers.base import Clock, Controller, InformerFactory, Obj, Recorder
+from minik.controllers.base import Controller, InformerFactory, Obj, Recorder
 from minik.security.tokens import BOOTSTRAP_TYPE, NAMESPACE, read_bootstrap_secret
 
 

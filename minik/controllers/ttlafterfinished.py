@@ -3,10 +3,12 @@ deleted, with its pods (foreground propagation), that many seconds after it comp
 
 from __future__ import annotations
 
+from minik.aio.clock import Clock
 from minik.api.errors import StatusError
+from minik.api.timestamps import parse_time
 from minik.client import Client
 from minik.controllers import jobutil as ju
-from minik.controllers.base import Clock, Controller, InformerFactory, Obj, Recorder, is_being_deleted, parse_time
+from minik.controllers.base import Controller, InformerFactory, Obj, Recorder, is_being_deleted
 
 
 def finish_time(job: Obj) -> float | None:

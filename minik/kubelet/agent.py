@@ -49,6 +49,7 @@ class AgentSettings:
     """Labels beyond the well-known ones (kubernetes.io/hostname, os, arch)."""
 
     taints: list[Obj] = field(default_factory=list)
+    """Taints the node registers with (``minik node --taint``)."""
 
     zone: str | None = None
     """topology.kubernetes.io/zone"""
@@ -63,6 +64,7 @@ class AgentSettings:
     """The kubelet's endpoint port (another free one when it is taken; 0 picks one)."""
 
     kubelet: KubeletSettings = field(default_factory=KubeletSettings)
+    """The kubelet's own settings (workers, resync, back-off)."""
 
     control_plane: ControlPlane | None = None
     """The in-process components this node shows as its static pods (`minik up`'s local node)."""

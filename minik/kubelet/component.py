@@ -25,6 +25,10 @@ log = structlog.get_logger("minik.kubelet")
 
 FAKE_CAPACITY = {"cpu": "8", "memory": "32Gi", "ephemeral-storage": "100Gi", "pods": "110"}
 
+#: the kubelet the simulated nodes share: many pods on many nodes, so more workers; the fake runtime tells of every
+#: change, so no resync; and no container events, which at scale would outnumber everything else written
+FAKE_KUBELET = KubeletSettings(workers=16, resync_seconds=0.0, record_events=False)
+
 
 def default_node_name() -> str:
     """This machine's host name as a node name (a DNS subdomain)."""
@@ -54,7 +58,7 @@ def own_node_names(settings: "ClusterSettings") -> frozenset[str]:
         return frozenset()
     names = fake_node_names(settings.fake_nodes) if settings.fake_nodes else []
     if settings.local_node:
-        names.append(settings.node_name or default_node_name())
+        names.append(settings.local_node_name())
     return frozenset(names)
 
 
@@ -71,17 +75,13 @@ class NodeComponent:
         self.local_ready = asyncio.Event()
         self._local_task: asyncio.Task[None] | None = None
 
-    def _kubelet_settings(self) -> KubeletSettings:
-        return KubeletSettings(**self.settings.kubelet)  # type: ignore[arg-type]
-
     async def start(self) -> None:
         s = self.settings
         if s.fake_nodes:
             from minik.kubelet.runtimes.fake import FakeRuntime
 
             fake = Kubelet(self.client, FakeRuntime(s.fake_start_delay_seconds), fake_nodes(s.fake_nodes),
-                           KubeletSettings(**{"workers": 16, "resync_seconds": 0.0, "record_events": False,
-                                                **s.kubelet}))  # type: ignore[arg-type]
+                           s.fake_kubelet or FAKE_KUBELET)
             await fake.start()
             self.kubelets.append(fake)
         if s.local_node:
@@ -89,7 +89,7 @@ class NodeComponent:
 
     async def _start_local(self) -> None:
         s = self.settings
-        name = s.node_name or default_node_name()
+        name = s.local_node_name()
         data_dir = s.data_dir / "kubelet"
         address = host_address()
         # the endpoint's serving certificate, from the cluster CA in DATA_DIR/pki (made off the event loop: key
@@ -98,7 +98,7 @@ class NodeComponent:
 
         tls = await asyncio.to_thread(local_serving_context, s.data_dir, name, (address,))
         agent = NodeAgent(self.client, AgentSettings(name, data_dir, tls, s.node_runtime, address=address,
-                                                     kubelet=self._kubelet_settings(),
+                                                     kubelet=s.kubelet or KubeletSettings(),
                                                      control_plane=self.control_plane))
         self.agent = agent  # stop() undoes a start cancelled half-way
         await agent.start()

@@ -36,11 +36,15 @@ class KubeletSettings:
     resync_seconds: float = 30.0
     """Every pod is synced at least this often (0: only on changes), a safety net under the runtime's events."""
     lease_renew_seconds: float = 10.0
+    """How often each node's Lease is renewed (its heartbeat; Kubernetes: 10 s)."""
     status_report_seconds: float = 300.0
+    """How often every node's status is reported (Kubernetes' nodeStatusReportFrequency; the Lease is the frequent
+    heartbeat)."""
     record_events: bool = True
     """Whether container events (Pulled, Created, Started, Killing, Unhealthy, BackOff...) are written; simulated
     nodes at scale leave them out."""
     worker: WorkerSettings = field(default_factory=WorkerSettings)
+    """The pod workers' back-offs and grace periods."""
 
 
 def _same_intent(old: Obj, new: Obj) -> bool:

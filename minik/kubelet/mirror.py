@@ -21,9 +21,10 @@ import structlog
 
 from minik import __version__
 from minik.api.errors import StatusError
+from minik.api.timestamps import now_rfc3339, rfc3339
 from minik.client import Client, TransportError
 from minik.controlplane import ControlPlane, StaticPod
-from minik.kubelet.status import rfc3339, status_patch
+from minik.kubelet.status import status_patch
 
 log = structlog.get_logger("minik.kubelet.mirror")
 
@@ -212,7 +213,7 @@ class MirrorPods:
         restarts = int(previous.get("restartCount") or 0)
         if previous.get("containerID") not in (None, container_id):
             restarts += 1  # minik restarted: so did the component
-        now = rfc3339()
+        now = now_rfc3339()
         conditions = []
         for kind, value in (("PodReadyToStartContainers", True), ("Initialized", True), ("Ready", ready),
                             ("ContainersReady", ready), ("PodScheduled", True)):

@@ -24,8 +24,8 @@ import structlog
 from minik import __version__
 from minik.aio import Backoff
 from minik.api.errors import StatusError
+from minik.api.timestamps import micro_time, now_rfc3339
 from minik.client import Client, TransportError
-from minik.kubelet.status import micro_time, rfc3339
 
 log = structlog.get_logger("minik.kubelet.node")
 
@@ -217,7 +217,7 @@ class NodeKeeper:
         return list(await asyncio.gather(*(guarded(n) for n in nodes)))
 
     async def _register(self, config: NodeConfig) -> None:
-        now = rfc3339()
+        now = now_rfc3339()
         try:
             node = await self.client.create("nodes", node_object(config, now))
             log.info("node registered", node=config.name)
@@ -241,7 +241,7 @@ class NodeKeeper:
                              "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": config.name,
                                                   "uid": self._uids.get(config.name, "")}]},
                 "spec": {"holderIdentity": config.name, "leaseDurationSeconds": LEASE_DURATION_SECONDS,
-                         "renewTime": micro_time()}}
+                         "renewTime": micro_time(time.time())}}
 
     async def _renew_lease(self, config: NodeConfig) -> None:
         lease = self._lease(config)
@@ -254,5 +254,5 @@ class NodeKeeper:
 
     async def _report_status(self, config: NodeConfig) -> None:
         node = await self.client.get("nodes", config.name)
-        status = node_status(config, rfc3339(), node.get("status"))
+        status = node_status(config, now_rfc3339(), node.get("status"))
         await self.client.patch_status("nodes", config.name, {"status": status})

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import structlog
 
 from minik.aio import start_task, stop_task
+from minik.aio.backoff import KeyedBackoff
 from minik.api.errors import StatusError
 from minik.client import Client
 from minik.events import EventRecorder
@@ -58,7 +59,11 @@ ERR_IMAGE_PULL_SHOWN_SECONDS = 1.0
 @dataclass(frozen=True)
 class WorkerSettings:
     backoff_initial_seconds: float = 10.0
+    """The first wait before a crashed container is restarted, or a failed image pull tried again; it doubles with
+    each further failure (Kubernetes: 10 s)."""
     backoff_max_seconds: float = 300.0
+    """The longest such wait (Kubernetes: 5 minutes); after twice this long without a failure, the next one starts
+    over from the first."""
     orphan_grace_seconds: float = 2.0
     """Grace for the containers of a pod the API no longer has."""
     minimum_grace_seconds: float = 2.0
@@ -66,17 +71,13 @@ class WorkerSettings:
 
 
 @dataclass
-class _Backoff:
-    delay: float
-    since: float
-
-
-@dataclass
 class PodState:
     """What the worker remembers of one pod between syncs."""
 
-    restart_backoff: dict[str, _Backoff] = field(default_factory=dict)
-    image_backoff: dict[str, _Backoff] = field(default_factory=dict)
+    restart_backoff: KeyedBackoff[str]
+    """per container: CrashLoopBackOff"""
+    image_backoff: KeyedBackoff[str]
+    """per container: ImagePullBackOff"""
     waiting: dict[str, tuple[str, str]] = field(default_factory=dict)
     written: Obj | None = None
     busy: asyncio.Task[None] | None = None
@@ -126,7 +127,11 @@ class PodWorkers:
     # -- one sync ---------------------------------------------------------------------------------------------
     async def sync(self, uid: str, pod: Obj | None) -> float | None:
         """Reconcile one pod (None: the API no longer has it). Returns seconds until it wants another sync."""
-        state = self.states.setdefault(uid, PodState())
+        state = self.states.get(uid)
+        if state is None:
+            s = self.settings
+            state = self.states[uid] = PodState(KeyedBackoff(s.backoff_initial_seconds, s.backoff_max_seconds),
+                                                KeyedBackoff(s.backoff_initial_seconds, s.backoff_max_seconds))
         if state.busy is not None:
             if not state.busy.done():
                 return None  # the task wakes the pod when it is done
@@ -237,46 +242,41 @@ class PodWorkers:
         each restart within the back-off window waits it out; the window doubles up to the maximum)."""
         name = container["name"]
         now = time.monotonic()
-        entry = state.restart_backoff.get(name)
-        if entry is not None and now - entry.since > 2 * self.settings.backoff_max_seconds:
-            entry = None  # ran well for long enough: start over
-        if entry is not None and now - entry.since < entry.delay:
+        wait = state.restart_backoff.remaining(name, now)
+        if wait > 0:
             meta = pod["metadata"]
             if state.waiting.get(name, ("",))[0] != "CrashLoopBackOff":
                 self.events.crash_backoff(pod, name)
-            state.waiting[name] = ("CrashLoopBackOff", f"back-off {entry.delay:g}s restarting failed container={name} "
-                                   f"pod={meta['name']}_{meta['namespace']}({meta['uid']})")
-            return entry.delay - (now - entry.since)
-        delay = self.settings.backoff_initial_seconds if entry is None else \
-            min(entry.delay * 2, self.settings.backoff_max_seconds)
-        state.restart_backoff[name] = _Backoff(delay, now)
+            state.waiting[name] = ("CrashLoopBackOff", f"back-off {state.restart_backoff.delay(name):g}s restarting "
+                                   f"failed container={name} pod={meta['name']}_{meta['namespace']}({meta['uid']})")
+            return wait
+        state.restart_backoff.step(name, now)
         return await self._start(pod, sandbox, container, latest.attempt + 1, state, init)
 
     async def _start(self, pod: Obj, sandbox: SandboxInfo, container: Obj, attempt: int, state: PodState,
                      init: bool) -> float | None:
         name, image = container["name"], container.get("image", "")
         now = time.monotonic()
-        pulling = state.image_backoff.get(name)
-        if pulling is not None and now - pulling.since < pulling.delay:
-            if now - pulling.since < ERR_IMAGE_PULL_SHOWN_SECONDS:  # the error itself stays visible a moment
-                return ERR_IMAGE_PULL_SHOWN_SECONDS - (now - pulling.since)
+        wait = state.image_backoff.remaining(name, now)
+        if wait > 0:
+            elapsed = (state.image_backoff.delay(name) or 0.0) - wait
+            if elapsed < ERR_IMAGE_PULL_SHOWN_SECONDS:  # the error itself stays visible a moment
+                return ERR_IMAGE_PULL_SHOWN_SECONDS - elapsed
             if state.waiting.get(name, ("",))[0] != "ImagePullBackOff":
                 self.events.pull_backoff(pod, name, image)
             state.waiting[name] = ("ImagePullBackOff", f'Back-off pulling image "{image}"')
-            return pulling.delay - (now - pulling.since)
+            return wait
         began = time.monotonic()
         state.acted = True
         try:
             pulled = await self.runtime.ensure_image(image, pull_policy(container))
         except RuntimeFailure as exc:
-            delay = self.settings.backoff_initial_seconds if pulling is None else \
-                min(pulling.delay * 2, self.settings.backoff_max_seconds)
-            state.image_backoff[name] = _Backoff(delay, now)
+            state.image_backoff.step(name, now)
             state.waiting[name] = (exc.reason, exc.message)
             self.events.pull_failed(pod, name, image, exc.reason, exc.message)
             log.info("image pull failed", pod=_key(pod), container=name, image=image, error=exc.message)
             return ERR_IMAGE_PULL_SHOWN_SECONDS  # report ErrImagePull now, ImagePullBackOff after
-        state.image_backoff.pop(name, None)
+        state.image_backoff.reset(name)
         if pulled is not None:
             self.events.pulled(pod, name, image, time.monotonic() - began if pulled else None)
         try:

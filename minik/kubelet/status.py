@@ -4,27 +4,15 @@ from what the API already has."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
+from minik.api.timestamps import now_rfc3339, rfc3339
 from minik.kubelet.runtimes.base import ContainerInfo, PodRecord
 
 Obj = dict[str, Any]
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
-
-
-def rfc3339(seconds: float | None = None) -> str:
-    moment = datetime.fromtimestamp(time.time() if seconds is None else seconds, timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def micro_time(seconds: float | None = None) -> str:
-    """A MicroTime (Lease renewTime, Event eventTime)."""
-    moment = datetime.fromtimestamp(time.time() if seconds is None else seconds, timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @dataclass
@@ -67,7 +55,8 @@ def container_status(spec: Obj, record: PodRecord | None, view: WorkerView, defa
         status["imageID"] = latest.image_id
         status["containerID"] = f"{view.runtime_name}://{latest.id}"
         if latest.state == "running":
-            state = {"running": {"startedAt": rfc3339(latest.started_at)}}
+            started = latest.started_at
+            state = {"running": {"startedAt": now_rfc3339() if started is None else rfc3339(started)}}
             status["started"] = name not in view.not_started
             status["ready"] = name not in view.not_ready
             if previous is not None and previous.state == "exited":
@@ -145,7 +134,7 @@ def _condition(old: list[Obj], type_: str, ok: bool, now: str, reason: str = "",
 
 def pod_status(pod: Obj, record: PodRecord | None, view: WorkerView, now: float | None = None) -> Obj:
     """The whole status the kubelet would write for ``pod`` now."""
-    stamp = rfc3339(now)
+    stamp = now_rfc3339() if now is None else rfc3339(now)
     spec, old = pod.get("spec") or {}, pod.get("status") or {}
     phase = pod_phase(pod, record)
     initialized = init_done(pod, record)

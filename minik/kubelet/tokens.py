@@ -15,8 +15,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
-import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +23,7 @@ import orjson
 import structlog
 
 from minik.aio import start_task, stop_task
+from minik.aio.clock import SYSTEM_CLOCK, Clock
 from minik.api.errors import StatusError
 from minik.client import Client
 
@@ -105,12 +104,10 @@ class _Held:
 class TokenManager:
     """Requests, caches and renews the projected tokens of one kubelet's pods."""
 
-    def __init__(self, client: Client, clock: Callable[[], float] = time.time,
-                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    def __init__(self, client: Client, clock: Clock = SYSTEM_CLOCK,
                  retry_seconds: float = RETRY_SECONDS) -> None:
         self.client = client
         self.clock = clock
-        self.sleep = sleep
         self.retry_seconds = retry_seconds
         #: pod uid -> the pod and its token files (by path)
         self._pods: dict[str, tuple[Obj, dict[Path, _Held]]] = {}
@@ -125,7 +122,7 @@ class TokenManager:
         if target.audience:
             spec["audiences"] = [target.audience]
         account = (pod.get("spec") or {}).get("serviceAccountName") or "default"
-        issued = self.clock()
+        issued = self.clock.now()
         answer = await self.client.create_token(str(account), meta["namespace"], spec)
         lifetime = (answer.get("spec") or {}).get("expirationSeconds") or target.expiration_seconds
         return Token(str((answer.get("status") or {}).get("token") or ""), issued, float(lifetime))
@@ -137,7 +134,7 @@ class TokenManager:
     async def write(self, pod: Obj, target: TokenFile) -> None:
         """Put a token in ``target.path`` (the one held while it is not due, else a new one) and keep it renewed."""
         held = self._held(pod["metadata"]["uid"]).get(target.path)
-        if held is not None and held.target == target and self.clock() < held.token.refresh_at:
+        if held is not None and held.target == target and self.clock.now() < held.token.refresh_at:
             token = held.token
         else:
             token = await self.request(pod, target)
@@ -178,14 +175,14 @@ class TokenManager:
         while True:
             changed.clear()
             due = self.refresh_at(uid)
-            wait = None if due is None else due - self.clock()
+            wait = None if due is None else due - self.clock.now()
             if wait is not None and wait <= 0:
                 await self._renew_due(uid)
                 continue
             # sleep until the next token is due, or until a token is written (which may be due sooner)
             waits: list[asyncio.Future[Any]] = [asyncio.ensure_future(changed.wait())]
             if wait is not None:
-                waits.append(asyncio.ensure_future(self.sleep(wait)))
+                waits.append(asyncio.ensure_future(self.clock.sleep(wait)))
             try:
                 await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
             finally:
@@ -195,7 +192,7 @@ class TokenManager:
 
     async def _renew_due(self, uid: str) -> None:
         pod, files = self._pods[uid]
-        now = self.clock()
+        now = self.clock.now()
         for held in list(files.values()):
             if held.due > now:
                 continue

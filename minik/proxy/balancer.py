@@ -5,13 +5,11 @@ it got until it has been idle for the affinity timeout or that endpoint goes awa
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from minik.aio.clock import SYSTEM_CLOCK, Clock
 from minik.proxy.servicemap import Endpoint
-
-Clock = Callable[[], float]
 
 
 @dataclass
@@ -21,9 +19,9 @@ class _Sticky:
 
 
 class RoundRobin:
-    def __init__(self, affinity_seconds: float | None = None, clock: Clock = time.monotonic) -> None:
+    def __init__(self, affinity_seconds: float | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
         self.affinity_seconds = affinity_seconds
-        self.clock = clock
+        self._now = clock.monotonic
         self.endpoints: tuple[Endpoint, ...] = ()
         self._next = 0
         self._sticky: dict[str, _Sticky] = {}
@@ -49,7 +47,7 @@ class RoundRobin:
         or the next in turn, then the others in turn (for when a connect fails). Empty without endpoints."""
         if not self.endpoints:
             return iter(())
-        now = self.clock()
+        now = self._now()
         first = self._sticky_for(client_ip, now)
         if first is None:
             first = self.endpoints[self._next]
@@ -81,12 +79,12 @@ class RoundRobin:
     def chosen(self, client_ip: str, endpoint: Endpoint) -> None:
         """The connection went to ``endpoint`` (after a failover): with affinity, the client sticks to it."""
         if self.affinity_seconds is not None:
-            self._sticky[client_ip] = _Sticky(endpoint, self.clock())
+            self._sticky[client_ip] = _Sticky(endpoint, self._now())
 
     def expire(self) -> None:
         """Forget clients idle for longer than the affinity timeout (called now and then)."""
         if self.affinity_seconds is None:
             return
-        now = self.clock()
+        now = self._now()
         for client in [c for c, s in self._sticky.items() if now - s.last_used > self.affinity_seconds]:
             del self._sticky[client]

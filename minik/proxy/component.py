@@ -47,6 +47,7 @@ class ProxySettings:
     """Serve the cluster DNS (and publish the kube-dns Service)."""
 
     cluster_domain: str = DEFAULT_DOMAIN
+    """The DNS zone the cluster's names are served under (Services as NAME.NAMESPACE.svc.DOMAIN)."""
 
     dns_addresses: tuple[str, ...] | None = None
     """Where the DNS server listens [default: 127.0.0.1 and the addresses of the machine's bridge interfaces]."""

@@ -15,17 +15,16 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import structlog
 
 from minik.aio import start_task, stop_task
+from minik.aio.backoff import exponential
+from minik.aio.clock import SYSTEM_CLOCK, Clock
 from minik.scheduler.framework import PodInfo
 
 log = structlog.get_logger("minik.scheduler")
-
-Clock = Callable[[], float]
 
 #: events that move unschedulable pods, and the plugins whose rejection they can undo (None: any plugin)
 NODE_ADD = "NodeAdd"
@@ -62,15 +61,19 @@ class QueuedPod:
 @dataclass(frozen=True)
 class QueueSettings:
     initial_backoff_seconds: float = 1.0
+    """The wait before a pod whose attempt failed is tried again; it doubles with each attempt."""
     max_backoff_seconds: float = 10.0
+    """The longest such wait."""
     max_unschedulable_seconds: float = 60.0
+    """The longest an unschedulable pod waits for an event before it is tried again anyway."""
     flush_interval_seconds: float = 1.0
+    """How often backed-off and long-unschedulable pods are moved back to active."""
 
 
 class SchedulingQueue:
-    def __init__(self, settings: QueueSettings | None = None, clock: Clock | None = None) -> None:
+    def __init__(self, settings: QueueSettings | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
         self.settings = settings or QueueSettings()
-        self._clock = clock or asyncio.get_running_loop().time
+        self._now = clock.monotonic  # intervals only: never the wall clock
         self._active: dict[str, QueuedPod] = {}
         self._heap: list[tuple[int, float, int, QueuedPod]] = []
         self._backoff: dict[str, QueuedPod] = {}
@@ -117,7 +120,7 @@ class SchedulingQueue:
         if info.key in self or info.key in self._in_flight:
             self.update(info)
             return
-        self._push_active(QueuedPod(info, self._clock()))
+        self._push_active(QueuedPod(info, self._now()))
 
     def update(self, info: PodInfo, retry: bool = True) -> None:
         """The pod changed: keep its place, but an unschedulable pod gets another try (it may fit now) unless
@@ -155,14 +158,14 @@ class SchedulingQueue:
 
     def _requeue(self, qp: QueuedPod) -> None:
         """Back to active, or to backoff while its backoff lasts."""
-        if qp.backoff_until > self._clock():
+        if qp.backoff_until > self._now():
             self._backoff[qp.key] = qp
         else:
             self._push_active(qp)
 
     def _backoff_duration(self, attempts: int) -> float:
         s = self.settings
-        return min(s.initial_backoff_seconds * 2 ** max(attempts - 1, 0), s.max_backoff_seconds)
+        return exponential(s.initial_backoff_seconds, s.max_backoff_seconds, max(attempts - 1, 0))
 
     def done(self, qp: QueuedPod) -> None:
         """The pod's cycle ended and it is not coming back (scheduled, or gone)."""
@@ -172,7 +175,7 @@ class SchedulingQueue:
         """No node fitted: wait for an event that could help (or the periodic flush)."""
         if self._in_flight.pop(qp.key, None) is None:
             return  # deleted or bound while it was being scheduled
-        now = self._clock()
+        now = self._now()
         qp.backoff_until = now + self._backoff_duration(qp.attempts)
         qp.unschedulable_since = now
         qp.unschedulable_plugins = plugins
@@ -183,7 +186,7 @@ class SchedulingQueue:
         self._in_flight.pop(qp.key, None)
         if qp.key in self:
             return
-        qp.backoff_until = self._clock() + self._backoff_duration(qp.attempts)
+        qp.backoff_until = self._now() + self._backoff_duration(qp.attempts)
         self._backoff[qp.key] = qp
 
     def move_all(self, event: str) -> int:
@@ -222,7 +225,7 @@ class SchedulingQueue:
     # -- flushing -------------------------------------------------------------------------------------------------
     def flush(self) -> None:
         """Backoff pods whose time is up go to active; pods unschedulable for too long get another try."""
-        now = self._clock()
+        now = self._now()
         for qp in [qp for qp in self._backoff.values() if qp.backoff_until <= now]:
             del self._backoff[qp.key]
             self._push_active(qp)

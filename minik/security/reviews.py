@@ -13,12 +13,11 @@ Asking is authorized like any create (the bootstrap policy lets everyone ask abo
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from minik.api.errors import Cause, StatusError, bad_request, invalid
+from minik.api.errors import Cause, bad_request, invalid
 from minik.api.kinds.common import dict_at
 from minik.apiserver import codec
 from minik.apiserver.authorization import AuthorizerChain, AuthzAttributes, Decision
@@ -27,6 +26,9 @@ from minik.apiserver.requestinfo import RequestInfo
 from minik.security.authn import TokenAuthenticator
 from minik.security.nodeauthz import NodeAuthorizer, node_of
 from minik.security.rbac.authorizer import RbacAuthorizer
+
+if TYPE_CHECKING:
+    from minik.apiserver.server import ApiServer
 
 Obj = dict[str, Any]
 
@@ -39,8 +41,6 @@ KINDS = {(AUTHENTICATION, "tokenreviews"): "TokenReview", (AUTHENTICATION, "self
          (AUTHORIZATION, "selfsubjectaccessreviews"): "SelfSubjectAccessReview",
          (AUTHORIZATION, "localsubjectaccessreviews"): "LocalSubjectAccessReview",
          (AUTHORIZATION, "selfsubjectrulesreviews"): "SelfSubjectRulesReview"}
-
-Handler = Callable[[RequestInfo, ApiRequest, User], Awaitable[ApiResponse]]
 
 
 def user_info(user: User) -> Obj:
@@ -67,14 +67,13 @@ class Reviews:
         self.rbac = rbac
         self.node = node
 
-    def handlers(self) -> dict[tuple[str, str, str | None], Handler]:
-        return {(group, plural, None): self.handle for group, plural in KINDS}
+    def route(self, api: ApiServer) -> None:
+        """Serve the creates of every review kind (the API server refuses their other verbs)."""
+        for group, plural in KINDS:
+            api.route(group, plural, None, "create", self.handle)
 
     async def handle(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
         group, plural = info.resource.group, info.resource.plural
-        if info.verb != "create":
-            raise StatusError(405, "MethodNotAllowed", "the server does not allow this method on the requested "
-                              f"resource ({request.method})")
         kind = KINDS[(group, plural)]
         body = codec.decode_object(request.body, request.headers.get("Content-Type"))
         if body.get("kind") not in (None, kind):

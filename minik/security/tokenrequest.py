@@ -42,9 +42,7 @@ class TokenRequests:
         self.reader = reader
 
     async def handle(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
-        if info.verb != "create":
-            raise StatusError(405, "MethodNotAllowed", "the server does not allow this method on the requested "
-                              f"resource ({request.method})")
+        """A create of serviceaccounts/NAME/token (the API server routes no other verb here)."""
         namespace, name = info.namespace or "", info.name or ""
         body = codec.decode_object(request.body, request.headers.get("Content-Type")) if request.body.strip() \
             else {}

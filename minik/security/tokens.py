@@ -27,7 +27,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from minik.api.timestamps import now_rfc3339
+from minik.api.timestamps import now_rfc3339, parse_rfc3339, rfc3339
 
 Obj = dict[str, Any]
 
@@ -82,16 +82,12 @@ def _unb64(value: Any) -> str:
         return ""
 
 
-def rfc3339(moment: datetime.datetime) -> str:
-    return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_rfc3339(text: str) -> datetime.datetime | None:
+def _moment(text: str) -> datetime.datetime | None:
+    """The moment an RFC 3339 timestamp names; None for one that cannot be read."""
     try:
-        moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
+        return datetime.datetime.fromtimestamp(parse_rfc3339(text), datetime.timezone.utc)
+    except (ValueError, OverflowError, OSError):
         return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.timezone.utc)
 
 
 # -- bootstrap tokens -----------------------------------------------------------------------------------------
@@ -133,7 +129,7 @@ def bootstrap_secret(token: str, role: str, ttl: datetime.timedelta | None, desc
     if description:
         data["description"] = description
     if ttl:
-        data["expiration"] = rfc3339((now or datetime.datetime.now(datetime.timezone.utc)) + ttl)
+        data["expiration"] = rfc3339(((now or datetime.datetime.now(datetime.timezone.utc)) + ttl).timestamp())
     return {"apiVersion": "v1", "kind": "Secret", "type": BOOTSTRAP_TYPE,
             "metadata": {"name": BOOTSTRAP_PREFIX + token_id, "namespace": NAMESPACE},
             "data": {k: _b64(v) for k, v in data.items()}}
@@ -153,7 +149,7 @@ def read_bootstrap_secret(obj: Obj) -> BootstrapToken | None:
         return None
     expiration = None
     if data.get("expiration"):
-        expiration = parse_rfc3339(data["expiration"])
+        expiration = _moment(data["expiration"])
         if expiration is None:  # an unreadable expiry must not mean "forever"
             expiration = datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
     groups = tuple(g.strip() for g in data.get("auth-extra-groups", "").split(",") if g.strip())

@@ -15,6 +15,7 @@ import pytest
 
 from minik.apiserver.codec import MAX_BODY_BYTES
 from minik.apiserver.connection import HttpConnection
+from minik.apiserver.limits import Limits
 from minik.cluster import COMPONENTS, Cluster, ClusterSettings
 
 CMS = "/api/v1/namespaces/default/configmaps"
@@ -302,7 +303,7 @@ async def test_a_hundred_pipelined_requests_are_all_answered_in_order(cluster: C
 async def test_a_body_arriving_slowly_is_held_to_the_body_limit_not_the_idle_one(tmp_path: Path) -> None:
     c = Cluster(ClusterSettings(data_dir=tmp_path / "c", port=0, plain_http=True, synchronous="NORMAL",
                                 disabled=frozenset(COMPONENTS),
-                                limits={"idle_timeout_seconds": 0.3, "body_timeout_seconds": 5}))
+                                limits=Limits(idle_timeout_seconds=0.3, body_timeout_seconds=5)))
     await c.start()
     try:
         reader, writer = await connect(c)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import aiohttp
 import pytest
 
+from minik.apiserver.limits import Limits
 from minik.apiserver.request import User
 from minik.cluster import COMPONENTS, Cluster, ClusterSettings
 from minik.security.credentials import mint
@@ -58,9 +59,9 @@ async def test_absurd_query_parameters_are_bounded_or_refused(http: ApiHttp) -> 
 async def small(tmp_path: Path) -> AsyncIterator[Cluster]:
     """A cluster (HTTPS, authenticated, as `minik up` serves) with tiny lanes and short connection timeouts."""
     c = Cluster(ClusterSettings(data_dir=tmp_path / "c", port=0, synchronous="FULL", disabled=frozenset(COMPONENTS),
-                                limits={"max_reads": 2, "max_writes": 2, "max_node_heartbeats": 50,
-                                        "idle_timeout_seconds": 0.5, "body_timeout_seconds": 0.5,
-                                        "lingering_seconds": 0.5}))
+                                limits=Limits(max_reads=2, max_writes=2, max_node_heartbeats=50,
+                                              idle_timeout_seconds=0.5, body_timeout_seconds=0.5,
+                                              lingering_seconds=0.5)))
     await c.start()
     try:
         yield c

@@ -14,6 +14,7 @@ from minik.client import Client
 from minik.cluster import Cluster
 from minik.informers import (NODE_NAME_INDEX, Informer, SharedLines, SharedObjects, by_node_name, object_key,
                              split_key)
+from minik.testing.clock import FakeClock
 
 
 class Recorder:
@@ -235,15 +236,15 @@ def test_shared_objects_intern_the_strings_of_the_versions_held_for_a_while_but_
         return any(s is sys.intern(value) for s in (obj["status"]["phase"], obj["metadata"]["namespace"],
                                                      obj["metadata"]["name"]) if s == value)
 
-    now = [0.0]
-    shared = SharedObjects(young_seconds=2.0, clock=lambda: now[0])
+    clock = FakeClock(0.0)
+    shared = SharedObjects(young_seconds=2.0, clock=clock)
     short_lived = shared.hold(version("a"))
     shared.release(short_lived)  # replaced within the second
     kept = shared.hold(version("b"))
-    now[0] = 1.5
+    clock.set(1.5)
     assert not interned(kept, "Running")
     shared.hold(version("c"))
-    now[0] = 2.5
+    clock.set(2.5)
     later = shared.hold(version("d"))
     assert interned(kept, "Running") and interned(kept, "default")  # held for 2 s, then another object came
     assert not interned(kept, "web")  # its name is its own: never worth a place in the table

@@ -10,7 +10,8 @@ import pytest
 
 from minik.client import Client
 from minik.cluster import COMPONENTS, Cluster, ClusterSettings
-from minik.controllers.base import FakeClock
+from minik.controllers.manager import ControllerSettings
+from minik.testing.clock import FakeClock
 from minik.testing.nodes import SimulatedCluster, SimulatedNodes
 
 
@@ -20,16 +21,15 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def controller_settings() -> dict[str, object]:
-    """Extra ControllerSettings for the cluster (a test module may override this fixture)."""
-    return {}
+def controller_settings() -> ControllerSettings:
+    """The cluster's ControllerSettings (a test module may override this fixture)."""
+    return ControllerSettings(workers=2)
 
 
 @pytest.fixture
-async def controlled(tmp_path: Path, controller_settings: dict[str, object]) -> AsyncIterator[Cluster]:
+async def controlled(tmp_path: Path, controller_settings: ControllerSettings) -> AsyncIterator[Cluster]:
     settings = ClusterSettings(data_dir=tmp_path / "cluster", port=0, synchronous="NORMAL",
-                               disabled=frozenset(COMPONENTS) - {"controllers"},
-                               controllers={"workers": 2, **controller_settings})
+                               disabled=frozenset(COMPONENTS) - {"controllers"}, controllers=controller_settings)
     cluster = Cluster(settings)
     await cluster.start()
     try:
@@ -48,19 +48,18 @@ async def api(controlled: Cluster) -> AsyncIterator[Client]:
 
 
 @pytest.fixture
-def simulated_settings() -> dict[str, object]:
+def simulated_settings() -> ControllerSettings:
     """ControllerSettings for the simulated cluster: short grace periods and back-offs, so tests take seconds."""
-    return {"node_monitor_grace_period_seconds": 2.0, "node_monitor_period_seconds": 0.25,
-            "node_eviction_rate": 10.0, "job_backoff_seconds": 0.05, "job_max_backoff_seconds": 0.5}
+    return ControllerSettings(workers=2, node_monitor_grace_period_seconds=2.0, node_monitor_period_seconds=0.25,
+                              node_eviction_rate=10.0, job_backoff_seconds=0.05, job_max_backoff_seconds=0.5)
 
 
 @pytest.fixture
-async def simulated(tmp_path: Path, simulated_settings: dict[str, object]) -> AsyncIterator[SimulatedCluster]:
+async def simulated(tmp_path: Path, simulated_settings: ControllerSettings) -> AsyncIterator[SimulatedCluster]:
     """A real API server with the scheduler and the controllers, and simulated nodes the test adds, stops and
     restarts (each its own kubelet on the fake runtime, renewing its lease every 0.2 s)."""
     settings = ClusterSettings(data_dir=tmp_path / "cluster", port=0, synchronous="NORMAL",
-                               disabled=frozenset({"node", "proxy"}),
-                               controllers={"workers": 2, **simulated_settings})
+                               disabled=frozenset({"node", "proxy"}), controllers=simulated_settings)
     cluster = Cluster(settings)
     await cluster.start()
     assert cluster.client is not None

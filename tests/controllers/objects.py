@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from minik.controllers.base import rfc3339
+from minik.api.timestamps import rfc3339
 
 Obj = dict[str, Any]
 _uids = itertools.count(1000)

@@ -9,14 +9,15 @@ import pytest
 from controller_helpers import eventually
 
 from minik.client import Client
-from minik.controllers.base import FakeClock
+from minik.controllers.manager import ControllerSettings
+from minik.testing.clock import FakeClock
 
 Obj = dict[str, Any]
 
 
 @pytest.fixture
-def controller_settings(clock: FakeClock) -> dict[str, object]:
-    return {"clock": clock, "enabled": ["cronjob"]}
+def controller_settings(clock: FakeClock) -> ControllerSettings:
+    return ControllerSettings(workers=2, clock=clock, enabled=["cronjob"])
 
 
 def cronjob(name: str, policy: str = "Allow") -> Obj:

@@ -8,8 +8,9 @@ from typing import Any
 
 from objects import meta, ref, template
 
-from minik.controllers.base import FakeClock, rfc3339
+from minik.api.timestamps import rfc3339
 from minik.controllers.cronjob import SCHEDULED_TIMESTAMP, CronJobController
+from minik.testing.clock import FakeClock
 from minik.testing.controllers import RecordingClient, StaticInformerFactory
 
 #: a whole minute, so schedule arithmetic in the tests is easy to read

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from objects import T0, daemonset, node, pod
 
-from minik.controllers.base import FakeClock
 from minik.controllers.daemonset import DaemonSetController
 from minik.controllers.daemonsetutil import REVISION_HASH_LABEL, revision_hash, target_node
+from minik.testing.clock import FakeClock
 from minik.testing.controllers import RecordingClient, StaticInformerFactory
 
 

@@ -12,6 +12,7 @@ import pytest
 from minik.api.errors import StatusError
 from minik.client import Client
 from minik.cluster import Cluster
+from minik.controllers.base import InformerFactory
 from minik.controllers.endpoints import EndpointsController, endpoint_subsets
 
 Obj = dict[str, Any]
@@ -28,12 +29,15 @@ async def api(cluster: Cluster) -> AsyncIterator[Client]:
 async def controller(cluster: Cluster) -> AsyncIterator[EndpointsController]:
     assert cluster.api is not None
     async with cluster.in_process_client() as client:
-        c = EndpointsController(client)
+        factory = InformerFactory(client)
+        c = EndpointsController(client, factory)
+        await factory.start()
         await c.start()
         try:
             yield c
         finally:
             await c.stop()
+            await factory.stop()
 
 
 def pod_body(name: str, labels: dict[str, str], ports: list[Obj] | None = None) -> Obj:

@@ -7,7 +7,7 @@ import copy
 
 from objects import T0, meta, pod, ref
 
-from minik.controllers.base import rfc3339
+from minik.api.timestamps import rfc3339
 from minik.controllers.garbagecollector import GarbageCollector
 from minik.testing.controllers import RecordingClient, StaticInformerFactory
 

@@ -6,9 +6,10 @@ from typing import Any
 
 from objects import T0, job, pod
 
-from minik.controllers.base import FakeClock, rfc3339
+from minik.api.timestamps import rfc3339
 from minik.controllers.job import JobController
 from minik.controllers.jobutil import COMPLETION_INDEX, TRACKING_FINALIZER
+from minik.testing.clock import FakeClock
 from minik.testing.controllers import RecordingClient, StaticInformerFactory
 
 KEY = "default/pi"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from objects import T0, pod
 
-from minik.controllers.base import rfc3339
+from minik.api.timestamps import rfc3339
 from minik.controllers.namespace import NamespaceController
 from minik.testing.controllers import RecordingClient, StaticInformerFactory
 

@@ -6,8 +6,9 @@ from typing import Any
 
 from objects import T0, node, pod
 
-from minik.controllers.base import FakeClock, rfc3339
+from minik.api.timestamps import rfc3339
 from minik.controllers.nodelifecycle import NodeLifecycleController
+from minik.testing.clock import FakeClock
 from minik.testing.controllers import RecordingClient, StaticInformerFactory
 
 UNREACHABLE = "node.kubernetes.io/unreachable"

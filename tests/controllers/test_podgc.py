@@ -9,14 +9,15 @@ import pytest
 from controller_helpers import eventually, pods
 from test_workloads_on_nodes import available, deployment, with_nodes
 
+from minik.controllers.manager import ControllerSettings
 from minik.testing.nodes import SimulatedCluster
 
 Obj = dict[str, Any]
 
 
 @pytest.fixture
-def simulated_settings() -> dict[str, object]:
-    return {"pod_gc_period_seconds": 0.2, "pod_gc_quarantine_seconds": 0.5}
+def simulated_settings() -> ControllerSettings:
+    return ControllerSettings(workers=2, pod_gc_period_seconds=0.2, pod_gc_quarantine_seconds=0.5)
 
 
 async def test_the_pods_of_a_deleted_node_are_removed_and_their_deployment_replaces_them(

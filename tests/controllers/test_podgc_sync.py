@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from objects import T0, node, pod
 
-from minik.controllers.base import FakeClock
 from minik.controllers.podgc import PASS, PodGCController
+from minik.testing.clock import FakeClock
 from minik.testing.controllers import RecordingClient, StaticInformerFactory
 
 OUT_OF_SERVICE = {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"}

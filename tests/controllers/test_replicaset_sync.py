@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from objects import meta, pod, template
 
-from minik.controllers.base import FakeClock
 from minik.controllers.deployment import DeploymentController
 from minik.controllers.deploymentutil import TEMPLATE_HASH_LABEL
 from minik.controllers.replicaset import ReplicaSetController
+from minik.testing.clock import FakeClock
 from minik.testing.controllers import RecordingClient, StaticInformerFactory
 
 

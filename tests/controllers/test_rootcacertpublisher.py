@@ -18,13 +18,14 @@ from minik import kubeconfig
 from minik.api.errors import StatusError
 from minik.client import Client
 from minik.cluster import COMPONENTS, Cluster, ClusterSettings
+from minik.controllers.manager import ControllerSettings
 from minik.controllers.rootcacertpublisher import DESCRIPTION
 from minik.security.credentials import client_ssl_context
 
 
 async def secure_cluster(data_dir: Path, disabled: frozenset[str]) -> Cluster:
     cluster = Cluster(ClusterSettings(data_dir=data_dir, port=0, synchronous="NORMAL", disabled=disabled,
-                                      controllers={"workers": 2}))
+                                      controllers=ControllerSettings(workers=2)))
     await cluster.start()
     return cluster
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from objects import T0, node, pod
 
-from minik.controllers.base import FakeClock
 from minik.controllers.tainteviction import TaintEvictionController
 from minik.informers import NODE_NAME_INDEX, object_key
+from minik.testing.clock import FakeClock
 from minik.testing.controllers import RecordingClient, StaticInformerFactory
 
 UNREACHABLE = {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}

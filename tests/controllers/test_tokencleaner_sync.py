@@ -6,9 +6,9 @@ import datetime
 
 from objects import T0
 
-from minik.controllers.base import FakeClock
 from minik.controllers.tokencleaner import TokenCleaner
 from minik.security.tokens import bootstrap_secret
+from minik.testing.clock import FakeClock
 from minik.testing.controllers import RecordingClient, StaticInformerFactory
 
 START = datetime.datetime.fromtimestamp(T0, datetime.timezone.utc)

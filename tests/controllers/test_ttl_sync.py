@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from objects import T0, job
 
-from minik.controllers.base import FakeClock, rfc3339
+from minik.api.timestamps import rfc3339
 from minik.controllers.eventttl import EventTTLController
 from minik.controllers.ttlafterfinished import TTLAfterFinishedController
+from minik.testing.clock import FakeClock
 from minik.testing.controllers import RecordingClient, StaticInformerFactory
 
 

@@ -12,12 +12,15 @@ import time
 import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import aiodocker
 
 from minik.client import Client
 from minik.cluster import Cluster, ClusterSettings
+from minik.controllers.manager import ControllerSettings
 from minik.kubelet.component import NodeComponent
+from minik.kubelet.kubelet import KubeletSettings
 from minik.kubelet.podworker import WorkerSettings
 from minik.kubelet.runtimes.select import kubelet_id
 
@@ -26,7 +29,7 @@ BUSYBOX = "busybox:latest"
 #: the controllers a cluster with a CA needs for its pods to start: every pod mounts the CA from the
 #: kube-root-ca.crt ConfigMap, which this controller publishes (``controllers=ROOT_CA_ONLY``, and "controllers"
 #: left out of ``disabled``)
-ROOT_CA_ONLY = {"enabled": ["root-ca-cert-publisher"]}
+ROOT_CA_ONLY = ControllerSettings(enabled=["root-ca-cert-publisher"])
 
 
 def busybox(name: str, script: str, **extra: object) -> dict:
@@ -52,18 +55,18 @@ class DockerNode:
 
 @contextlib.asynccontextmanager
 async def docker_cluster(data_dir: Path, *, disabled: frozenset[str] | None = None,
-                         **settings: object) -> AsyncIterator[DockerNode]:
+                         **settings: Any) -> AsyncIterator[DockerNode]:
     """A cluster with a Docker node named NODE (short back-offs), its containers removed when it stops. By
     default without the scheduler and the proxy, and of the controllers only the root CA publisher: every pod
     mounts the cluster CA from the kube-root-ca.crt ConfigMap it publishes."""
-    options: dict[str, object] = {"kubelet": {"worker": WorkerSettings(backoff_initial_seconds=1.0,
-                                                                       backoff_max_seconds=4.0)}}
+    options: dict[str, Any] = {"kubelet": KubeletSettings(worker=WorkerSettings(backoff_initial_seconds=1.0,
+                                                                                   backoff_max_seconds=4.0))}
     if disabled is None:
         disabled = frozenset({"scheduler", "proxy"})
         options["controllers"] = ROOT_CA_ONLY
     options.update(settings)
     cluster_settings = ClusterSettings(data_dir=data_dir, port=0, synchronous="NORMAL", node_name=NODE,
-                                       node_runtime="docker", disabled=disabled, **options)  # type: ignore[arg-type]
+                                       node_runtime="docker", disabled=disabled, **options)
     async with aiodocker.Docker() as docker:
         try:
             async with Cluster(cluster_settings) as cluster, cluster.admin_client() as client:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from minik.client import Client
 from minik.cluster import Cluster, ClusterSettings
+from minik.kubelet.component import FAKE_KUBELET
 from minik.kubelet.podworker import WorkerSettings
 from minik.kubelet.runtimes.fake import EXIT_CODE_ANNOTATION, RUN_SECONDS_ANNOTATION
 from tests.kubelet.helpers import condition, container_state, phase, pod_manifest, wait_for_pod, wait_gone
@@ -22,7 +24,8 @@ async def client(tmp_path: Path) -> AsyncIterator[Client]:
     settings = ClusterSettings(data_dir=tmp_path / "c", port=0, synchronous="NORMAL", local_node=False,
                                fake_nodes=3, fake_start_delay_seconds=0.05,
                                disabled=frozenset({"scheduler", "controllers", "proxy"}),
-                               kubelet={"worker": WorkerSettings(backoff_initial_seconds=0.5, backoff_max_seconds=2.0)})
+                               fake_kubelet=dataclasses.replace(FAKE_KUBELET, worker=WorkerSettings(
+                                   backoff_initial_seconds=0.5, backoff_max_seconds=2.0)))
     async with Cluster(settings) as cluster:
         async with cluster.admin_client() as c:
             yield c

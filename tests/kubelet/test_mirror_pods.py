@@ -18,6 +18,7 @@ import structlog
 from minik.client import Client
 from minik.cluster import Cluster, ClusterSettings
 from minik.kubelet.component import NodeComponent
+from minik.proxy import ProxySettings
 from tests.access import admin_kubeconfig
 from tests.kubelet.helpers import wait_for_pod
 
@@ -28,7 +29,7 @@ PODS = ["kube-apiserver", "kube-controller-manager", "kube-dns", "kube-proxy", "
 @contextlib.asynccontextmanager
 async def control_plane(data_dir: Path, **settings: object) -> AsyncIterator[tuple[Cluster, Client]]:
     """A cluster with every component and a local node on the fake runtime (its proxy without iptables)."""
-    options: dict[str, object] = {"proxy": {"iptables": False, "dns_upstreams": ()}}
+    options: dict[str, object] = {"proxy": ProxySettings(node_name=NODE, iptables=False, dns_upstreams=())}
     options.update(settings)
     async with Cluster(ClusterSettings(data_dir=data_dir, port=0, synchronous="NORMAL", node_name=NODE,
                                        node_runtime="fake", **options)) as cluster:  # type: ignore[arg-type]
@@ -146,7 +147,8 @@ async def test_a_component_that_does_not_run_has_no_pod_and_a_dns_that_cannot_li
         await wait_all_ready(client, ["kube-scheduler"])
     # restarted without the scheduler, and with a DNS that cannot listen (an address of no interface here)
     async with control_plane(data, disabled=frozenset({"scheduler"}),
-                             proxy={"iptables": False, "dns_upstreams": (), "dns_addresses": ("192.0.2.1",)}
+                             proxy=ProxySettings(node_name=NODE, iptables=False, dns_upstreams=(),
+                                                 dns_addresses=("192.0.2.1",))
                              ) as (_cluster, client):
         await wait_all_ready(client, ["kube-apiserver", "kube-proxy"])
         dns = await wait_for_pod(client, f"kube-dns-{NODE}", lambda p: bool(p["status"].get("containerStatuses"))

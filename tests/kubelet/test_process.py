@@ -13,6 +13,7 @@ from minik.api import remotecommand as rc
 from minik.client import Client
 from minik.cluster import Cluster, ClusterSettings
 from minik.kubelet.component import NodeComponent
+from tests.kubelet.docker_helpers import ROOT_CA_ONLY
 from tests.kubelet.helpers import container_state, phase, pod_manifest, wait_for_pod, wait_gone
 
 NODE = "process-node"
@@ -22,7 +23,7 @@ NODE = "process-node"
 async def client(tmp_path: Path) -> AsyncIterator[Client]:
     settings = ClusterSettings(data_dir=tmp_path / "c", port=0, synchronous="NORMAL", node_name=NODE,
                                node_runtime="process", disabled=frozenset({"scheduler", "proxy"}),
-                               controllers={"enabled": ["root-ca-cert-publisher"]})  # pods mount the cluster CA
+                               controllers=ROOT_CA_ONLY)  # pods mount the cluster CA
     async with Cluster(settings) as cluster, cluster.admin_client() as c:
         component: NodeComponent = cluster.components["node"]  # type: ignore[assignment]
         await asyncio.wait_for(component.local_ready.wait(), 10)

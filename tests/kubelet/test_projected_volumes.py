@@ -22,43 +22,23 @@ from minik.kubelet.containers import ContainerConfigs
 from minik.kubelet.runtimes.base import RuntimeFailure
 from minik.kubelet.tokens import MAX_AGE_SECONDS, Token, TokenManager, read_token, refresh_after
 from minik.security.credentials import client_ssl_context
+from minik.testing.clock import FakeClock
 
 MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
-
-
-class ManualClock:
-    """Time that moves only when the test says; ``sleep`` returns once the clock has passed its end."""
-
-    def __init__(self) -> None:
-        self.now = time.time()
-        self._moved = asyncio.Condition()
-
-    def time(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        end = self.now + seconds
-        async with self._moved:
-            await self._moved.wait_for(lambda: self.now >= end)
-
-    async def advance(self, seconds: float) -> None:
-        async with self._moved:
-            self.now += seconds
-            self._moved.notify_all()
 
 
 @dataclass
 class Setup:
     cluster: Cluster
     admin: Client
-    clock: ManualClock
+    clock: FakeClock
     configs: ContainerConfigs
     ca: str
 
     def new_configs(self) -> ContainerConfigs:
         """Another kubelet on the same data directory (a restart)."""
         return ContainerConfigs(self.admin, self.configs.pods_dir.parent, "192.0.2.2", {},
-                                TokenManager(self.admin, self.clock.time, self.clock.sleep))
+                                TokenManager(self.admin, self.clock))
 
 
 @pytest.fixture
@@ -74,9 +54,9 @@ async def setup(tmp_path: Path) -> AsyncIterator[Setup]:
             # what the root CA publisher would have made (no controllers run here)
             await admin.create("configmaps", {"metadata": {"name": "kube-root-ca.crt"}, "data": {"ca.crt": ca}},
                                "default")
-            clock = ManualClock()
+            clock = FakeClock()
             configs = ContainerConfigs(admin, tmp_path / "kubelet", "192.0.2.2", {},
-                                       TokenManager(admin, clock.time, clock.sleep))
+                                       TokenManager(admin, clock))
             try:
                 yield Setup(cluster, admin, clock, configs, ca)
             finally:
@@ -166,17 +146,17 @@ async def test_a_short_lived_token_is_renewed_at_80_percent_of_its_life(setup: S
     first = path.read_text()
     assert claims(first)["exp"] - claims(first)["iat"] == 600
     uid = pod["metadata"]["uid"]
-    assert setup.configs.tokens.refresh_at(uid) == pytest.approx(setup.clock.now + 480)
+    assert setup.configs.tokens.refresh_at(uid) == pytest.approx(setup.clock.now() + 480)
 
-    await setup.clock.advance(479)
+    setup.clock.step(479)
     for _ in range(20):  # let the renewal task look at the clock
         await asyncio.sleep(0)
     assert path.read_text() == first
 
-    await setup.clock.advance(2)
+    setup.clock.step(2)
     second = await eventually_changes(path, first)
     assert claims(second)["jti"] != claims(first)["jti"]
-    assert setup.configs.tokens.refresh_at(uid) == pytest.approx(setup.clock.now + 480)
+    assert setup.configs.tokens.refresh_at(uid) == pytest.approx(setup.clock.now() + 480)
     assert (await who(setup, second))["username"] == "system:serviceaccount:default:default"
 
 
@@ -193,7 +173,7 @@ async def test_a_restarted_kubelet_renews_the_tokens_the_last_one_wrote(setup: S
         uid = pod["metadata"]["uid"]
         assert restarted.tokens.refresh_at(uid) == pytest.approx(written.issued + 0.8 * 3607)
         before = path.read_text()
-        await setup.clock.advance(3607 * 0.8 + 1)
+        setup.clock.step(3607 * 0.8 + 1)
         await eventually_changes(path, before)
         finished = {**pod, "status": {"phase": "Succeeded"}}
         await restarted.keep_tokens(finished)  # a finished pod's tokens are renewed no more

@@ -14,7 +14,7 @@ import pytest
 
 from minik.client import Client
 from minik.cluster import COMPONENTS, Cluster, ClusterSettings
-from minik.proxy import NodeProxy
+from minik.proxy import NodeProxy, ProxySettings
 from tests.proxy.helpers import Backends, DnsUpstream
 
 
@@ -42,11 +42,12 @@ def plain_http() -> bool:
 
 @pytest.fixture
 async def proxied(tmp_path: Path, upstream: DnsUpstream, plain_http: bool) -> AsyncIterator[Cluster]:
+    node = f"proxy-test-{random.randrange(1 << 30):x}"
     settings = ClusterSettings(data_dir=tmp_path / "cluster", port=0, synchronous="NORMAL", plain_http=plain_http,
                                disabled=frozenset(COMPONENTS) - {"proxy"}, service_cidr=random_service_cidr(),
-                               node_name=f"proxy-test-{random.randrange(1 << 30):x}",
-                               proxy={"dns_addresses": ("127.0.0.1",), "dns_upstreams": (upstream.address,),
-                                      "resync_seconds": 1.0})
+                               node_name=node,
+                               proxy=ProxySettings(node_name=node, dns_addresses=("127.0.0.1",),
+                                                   dns_upstreams=(upstream.address,), resync_seconds=1.0))
     async with Cluster(settings) as cluster:
         await proxy_of(cluster).wait_ready(20)
         yield cluster

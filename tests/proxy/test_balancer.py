@@ -4,16 +4,9 @@ from __future__ import annotations
 
 from minik.proxy.balancer import RoundRobin
 from minik.proxy.servicemap import Endpoint, PortKey, ServicePort, ready_endpoints, service_ports
+from minik.testing.clock import FakeClock
 
 A, B, C = Endpoint("10.0.0.1", 80), Endpoint("10.0.0.2", 80), Endpoint("10.0.0.3", 80)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def first(balancer: RoundRobin, client: str = "192.0.2.1") -> Endpoint | None:
@@ -38,21 +31,21 @@ def test_a_failed_endpoint_is_followed_by_the_others_in_turn() -> None:
 
 
 def test_client_ip_affinity_sticks_until_idle_for_the_timeout_or_the_endpoint_goes() -> None:
-    clock = Clock()
+    clock = FakeClock(100.0)
     balancer = RoundRobin(affinity_seconds=60, clock=clock)
     balancer.update([A, B, C])
     assert [first(balancer, "192.0.2.1") for _ in range(3)] == [A, A, A]
     assert first(balancer, "192.0.2.2") == B  # another client takes the next turn
-    clock.now += 59
+    clock.step(59)
     assert first(balancer, "192.0.2.1") == A  # used again: the idle time starts over
-    clock.now += 61
+    clock.step(61)
     assert first(balancer, "192.0.2.1") == C
     balancer.update([A, B])
     assert first(balancer, "192.0.2.1") != C
 
 
 def test_a_failover_moves_the_client_to_the_endpoint_that_answered() -> None:
-    balancer = RoundRobin(affinity_seconds=60, clock=Clock())
+    balancer = RoundRobin(affinity_seconds=60, clock=FakeClock(100.0))
     balancer.update([A, B])
     assert first(balancer, "192.0.2.1") == A
     balancer.failed("192.0.2.1", A)

@@ -15,6 +15,7 @@ from minik.api.errors import StatusError
 from minik.apiserver.request import User
 from minik.client import Client
 from minik.cluster import COMPONENTS, Cluster, ClusterSettings
+from minik.controllers.manager import ControllerSettings
 from minik.security.credentials import mint
 from minik.testing.namespaces import create_namespace
 
@@ -194,7 +195,7 @@ async def test_an_admins_changes_to_the_bootstrap_policy_survive_a_restart(tmp_p
 async def test_the_aggregation_controller_grows_view_edit_and_admin_with_labelled_roles(tmp_path: Path) -> None:
     settings = ClusterSettings(data_dir=tmp_path / "cluster", port=0, synchronous="NORMAL",
                                disabled=frozenset(c for c in COMPONENTS if c != "controllers"),
-                               controllers={"enabled": ["clusterrole-aggregation"]})
+                               controllers=ControllerSettings(enabled=["clusterrole-aggregation"]))
     async with Cluster(settings) as cluster:
         admin = cluster.in_process_client()
         widgets = rule(["get", "list"], ["widgets"], ["example.com"])

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from minik.api import validation as v
 from minik.api.kinds.common import Causes, Obj, dict_at, expect_object, set_default
 from minik.api.kinds.podvalidation import PREEMPTION_POLICIES
 from minik.api.strategy import Strategy
+from minik.api.timestamps import parse_time
 
 __all__ = ["LeaseStrategy", "PriorityClassStrategy", "SYSTEM_PRIORITY_CLASSES", "HIGHEST_USER_PRIORITY"]
 
@@ -20,11 +19,7 @@ SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2_000_001_000, "system-cluste
 def _is_timestamp(value: object) -> bool:
     if not isinstance(value, str):
         return False
-    try:
-        datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return False
-    return True
+    return parse_time(value) is not None
 
 
 class LeaseStrategy(Strategy):
