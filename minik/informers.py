@@ -310,7 +310,7 @@ class Informer:
             for obj in self._cache.values():
                 SHARED.release(obj)
 
-    async def __aenter__(self) -> "Informer":
+    async def __aenter__(self) -> Informer:
         self.start()
         return self
 

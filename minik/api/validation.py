@@ -16,9 +16,21 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from minik.api.errors import Cause
+
 # re-exported: the cause constructors are part of this module's interface (``validation.invalid`` etc.)
-from minik.api.fielderrors import (child, duplicate, forbidden, go_repr, index, invalid, not_found, not_supported,
-                                   required, too_long, type_invalid)
+from minik.api.fielderrors import (  # noqa: F401
+    child,
+    duplicate,
+    forbidden,
+    go_repr,
+    index,
+    invalid,
+    not_found,
+    not_supported,
+    required,
+    too_long,
+    type_invalid,
+)
 
 Causes = list[Cause]
 Obj = dict[str, Any]

@@ -150,7 +150,7 @@ async def stream(request: web.BaseRequest, status: int, content_type: str,
 _NO_QUERY: dict[str, str] = {}
 
 
-def build_server(api: "ApiServer") -> web.Server:
+def build_server(api: ApiServer) -> web.Server:
     """aiohttp's low-level server with one handler for every path: the API server routes requests itself, so
     aiohttp's application, router and middleware would be work for nothing."""
     limits = api.settings.limits
@@ -167,7 +167,7 @@ def build_server(api: "ApiServer") -> web.Server:
         result = await api.handle(ApiRequest(request.method, request.path, query, request.headers, body,
                                              request.remote, user_from_peercert(peercert)))
         if result.upgrade is not None:  # exec: the WebSocket relayed to the node's kubelet
-            return await result.upgrade(request)  # type: ignore[no-any-return]
+            return await result.upgrade(request)
         if result.stream is None:
             if len(result.body) > LARGE_BODY_BYTES and request.method != "HEAD":
                 return await send_large(request, result)

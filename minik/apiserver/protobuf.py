@@ -218,7 +218,7 @@ def _fields(data: bytes) -> Iterator[tuple[int, int, Any]]:
 def _expect_bytes(wire: int, value: Any) -> bytes:
     if wire != _LEN:
         raise ProtobufError(f"expected a length-delimited field, got wire type {wire}")
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def _string(wire: int, value: Any) -> str:

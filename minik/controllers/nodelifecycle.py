@@ -22,9 +22,16 @@ from dataclasses import dataclass
 from minik.aio import start_task
 from minik.aio.clock import Clock
 from minik.api.errors import StatusError
-from minik.api.placement import (TAINT_DISK_PRESSURE, TAINT_MEMORY_PRESSURE, TAINT_NETWORK_UNAVAILABLE,
-                                 TAINT_NOT_READY, TAINT_PID_PRESSURE, TAINT_UNREACHABLE, TAINT_UNSCHEDULABLE,
-                                 node_condition)
+from minik.api.placement import (
+    TAINT_DISK_PRESSURE,
+    TAINT_MEMORY_PRESSURE,
+    TAINT_NETWORK_UNAVAILABLE,
+    TAINT_NOT_READY,
+    TAINT_PID_PRESSURE,
+    TAINT_UNREACHABLE,
+    TAINT_UNSCHEDULABLE,
+    node_condition,
+)
 from minik.api.timestamps import parse_time, rfc3339
 from minik.client import JSON_PATCH, STRATEGIC_MERGE_PATCH, Client
 from minik.controllers.base import Controller, InformerFactory, Obj, Recorder

@@ -106,7 +106,7 @@ class _Once(asyncio.DatagramProtocol):
 
 
 class _UdpServer(asyncio.DatagramProtocol):
-    def __init__(self, server: "DnsServer") -> None:
+    def __init__(self, server: DnsServer) -> None:
         self.server = server
         self.transport: asyncio.DatagramTransport | None = None
 
@@ -198,7 +198,7 @@ class DnsServer:
             exchange: asyncio.DatagramTransport | None = None
             try:
                 protocol = _Once(data[:2])
-                exchange, _ = await loop.create_datagram_endpoint(lambda: protocol, remote_addr=upstream)
+                exchange, _ = await loop.create_datagram_endpoint(lambda p=protocol: p, remote_addr=upstream)
                 exchange.sendto(data)
                 answer = await asyncio.wait_for(protocol.answer, self.timeout_seconds)
             except (OSError, TimeoutError) as exc:

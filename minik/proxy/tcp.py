@@ -40,7 +40,7 @@ def reset(transport: asyncio.BaseTransport) -> None:
 class _Connection:
     """One proxied connection: the accepted client transport and, once connected, the endpoint's transport."""
 
-    def __init__(self, forwarder: "TcpForwarder") -> None:
+    def __init__(self, forwarder: TcpForwarder) -> None:
         self.forwarder = forwarder
         self.client: asyncio.Transport | None = None
         self.upstream: asyncio.Transport | None = None
@@ -142,7 +142,7 @@ class _Connection:
 
 
 class _ClientSide(asyncio.Protocol):
-    def __init__(self, forwarder: "TcpForwarder") -> None:
+    def __init__(self, forwarder: TcpForwarder) -> None:
         self.conn = _Connection(forwarder)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:

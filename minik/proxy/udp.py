@@ -38,7 +38,7 @@ class Listener:
     """A UDP socket on ``(bind, port)`` that hands each datagram, its sender and the address it was sent to to
     ``forwarder.datagram``, and replies from that address."""
 
-    def __init__(self, forwarder: "UdpForwarder", bind: str, port: int) -> None:
+    def __init__(self, forwarder: UdpForwarder, bind: str, port: int) -> None:
         self.forwarder = forwarder
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
@@ -119,7 +119,7 @@ class _Session:
 
 
 class _Upstream(asyncio.DatagramProtocol):
-    def __init__(self, forwarder: "UdpForwarder", session: _Session) -> None:
+    def __init__(self, forwarder: UdpForwarder, session: _Session) -> None:
         self.forwarder = forwarder
         self.session = session
 
@@ -201,7 +201,7 @@ class UdpForwarder:
             task.add_done_callback(lambda t, s=session: self._made(t, s))
         session.send(data)
 
-    def _made(self, task: "asyncio.Task[Any]", session: _Session) -> None:
+    def _made(self, task: asyncio.Task[Any], session: _Session) -> None:
         self._connecting.discard(task)
         if task.cancelled() or task.exception() is not None:
             if not task.cancelled():

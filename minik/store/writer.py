@@ -69,7 +69,7 @@ class WriteConnection:
         self._connection: sqlite3.Connection | None = None
 
     @classmethod
-    async def open(cls, path: Path, *, isolation_level: str | None) -> "WriteConnection":
+    async def open(cls, path: Path, *, isolation_level: str | None) -> WriteConnection:
         connection = cls(path, isolation_level)
         connection._thread.start()
         try:
@@ -190,13 +190,15 @@ class WriterProcess:
         self._channel = channel
 
     @classmethod
-    async def open(cls, path: Path, *, isolation_level: str | None) -> "WriterProcess":
+    async def open(cls, path: Path, *, isolation_level: str | None) -> WriterProcess:
         parent, child = socket.socketpair()
         try:
             # its own session: a Ctrl-C meant for minik must not kill the writer under a graceful stop
             # and only the environment SQLite reads: Python in isolated mode ignores the rest, and a large one (a
             # caller's own variables) could exceed what exec takes
-            process = subprocess.Popen([sys.executable, "-I", "-S", str(_CHILD), str(child.fileno())],
+            # a plain Popen, not asyncio's: the writer is polled and killed from the writer thread as well, and its
+            # start is a fork and exec that does not wait for the child
+            process = subprocess.Popen([sys.executable, "-I", "-S", str(_CHILD), str(child.fileno())],  # noqa: ASYNC220
                                        pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, start_new_session=True,
                                        env={k: v for k, v in os.environ.items() if k in _CHILD_ENVIRONMENT})
         except BaseException:

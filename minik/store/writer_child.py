@@ -73,7 +73,7 @@ def _run(connection, operation, arguments):
             connection.close()
         return None
     else:
-        raise ValueError("unknown operation %r" % (operation,))
+        raise ValueError(f"unknown operation {operation!r}")
     return connection
 
 

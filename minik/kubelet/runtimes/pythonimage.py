@@ -62,7 +62,7 @@ def distributions(root: str = ROOT_DISTRIBUTION) -> list[metadata.Distribution]:
     try:
         from packaging.requirements import Requirement
     except ImportError:  # pip always brings its own copy
-        from pip._vendor.packaging.requirements import Requirement  # type: ignore[no-redef,assignment]
+        from pip._vendor.packaging.requirements import Requirement
 
     found: dict[str, metadata.Distribution] = {}
     todo = [root]
