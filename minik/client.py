@@ -12,6 +12,7 @@ network failures raise ``TransportError``.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import ssl as ssl_module
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -575,7 +576,7 @@ class Client:
             raise status_error(response.status, body)
         return response
 
-    async def exec_socket(self, pod: str, namespace: str, command: list[str], *, container: str | None = None,
+    async def exec_socket(self, pod: str, namespace: str, command: builtins.list[str], *, container: str | None = None,
                           stdin: bool = False, tty: bool = False,
                           protocols: tuple[str, ...] = ("v5.channel.k8s.io", "v4.channel.k8s.io")
                           ) -> aiohttp.ClientWebSocketResponse:

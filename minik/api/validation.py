@@ -13,7 +13,7 @@ import functools
 import ipaddress
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from minik.api.errors import Cause
 
@@ -424,7 +424,7 @@ def validate_immutable(new: Any, old: Any, path: str) -> Causes:
     return [] if new == old else [invalid(path, new, FIELD_IMMUTABLE)]
 
 
-def is_int(value: Any) -> bool:
+def is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

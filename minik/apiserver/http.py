@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("minik.apiserver.http")
 
 #: aiohttp's handler arguments for every API listener: kubectl's headers can be long
-HANDLER_ARGS = {"max_field_size": 16 * 1024}
+HANDLER_ARGS: dict[str, Any] = {"max_field_size": 16 * 1024}
 
 _BODY_TIMEOUT = StatusError(408, "Timeout", "the request body was not received in time")
 _TOO_LARGE = StatusError(413, "RequestEntityTooLarge", f"the request body is too large (limit {MAX_BODY_BYTES} bytes)")
@@ -112,6 +112,7 @@ async def stream(request: web.BaseRequest, status: int, content_type: str,
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     gone = False
+    liveness: asyncio.TimerHandle | None = None
 
     def check() -> None:
         nonlocal gone, liveness

@@ -260,8 +260,8 @@ class ResourceRest:
                 new = mutate(current)
                 if new is current:
                     new = mutate(record.object())
-                elif isinstance(new.get("metadata"), dict) and new["metadata"] is current.get("metadata"):
-                    new["metadata"] = dict(new["metadata"])
+                elif new.get("metadata") is current.get("metadata") and isinstance(shared := new.get("metadata"), dict):
+                    new["metadata"] = dict(shared)
             else:
                 new = mutate(record.object())
             if patched:

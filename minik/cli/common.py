@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -97,7 +97,7 @@ class Session:
     def table_client(self) -> Client:
         return Client(_TableTransport(self.endpoint))
 
-    def run(self, main: Callable[[], Awaitable[T]]) -> T:
+    def run(self, main: Callable[[], Coroutine[Any, Any, T]]) -> T:
         """Run a command's coroutine on a new event loop, turning API, connection and manifest failures into
         kubectl-like messages (exit code 1) and Ctrl-C into a quiet exit 130."""
         try:

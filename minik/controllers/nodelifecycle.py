@@ -131,7 +131,7 @@ class NodeLifecycleController(Controller):
                   if (node_condition(node, type_) or {}).get("status") == status}
         if (node.get("spec") or {}).get("unschedulable"):
             wanted.add(TAINT_UNSCHEDULABLE)
-        present = {t.get("key") for t in _taints(node) if t.get("effect") == "NoSchedule" and
+        present = {str(t.get("key")) for t in _taints(node) if t.get("effect") == "NoSchedule" and
                    t.get("key") in NO_SCHEDULE_KEYS}
         add = [{"key": k, "effect": "NoSchedule"} for k in sorted(wanted - present)]
         remove = [{"key": k, "effect": "NoSchedule"} for k in sorted(present - wanted)]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import fcntl
+import functools
 import os
 import socket
 import struct
@@ -87,6 +88,10 @@ def _servfail(data: bytes) -> bytes | None:
     reply = request.reply()
     reply.header.rcode = RCODE.SERVFAIL
     return reply.pack()
+
+
+def _same(protocol: _Once) -> _Once:
+    return protocol
 
 
 class _Once(asyncio.DatagramProtocol):
@@ -198,7 +203,7 @@ class DnsServer:
             exchange: asyncio.DatagramTransport | None = None
             try:
                 protocol = _Once(data[:2])
-                exchange, _ = await loop.create_datagram_endpoint(lambda p=protocol: p, remote_addr=upstream)
+                exchange, _ = await loop.create_datagram_endpoint(functools.partial(_same, protocol), remote_addr=upstream)
                 exchange.sendto(data)
                 answer = await asyncio.wait_for(protocol.answer, self.timeout_seconds)
             except (OSError, TimeoutError) as exc:

@@ -26,7 +26,7 @@ log = structlog.get_logger("minik.proxy")
 BACKLOG = 1024
 
 
-def reset(transport: asyncio.BaseTransport) -> None:
+def reset(transport: asyncio.Transport) -> None:
     """Close a TCP connection with a reset (SO_LINGER 0), as a refused connection would end."""
     sock = transport.get_extra_info("socket")
     if sock is not None:

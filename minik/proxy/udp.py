@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import functools
 import socket
 import struct
 import time
@@ -194,11 +195,11 @@ class UdpForwarder:
             session = self.sessions[key] = _Session(listener, client, local, endpoint)
             loop = asyncio.get_running_loop()
             # a connected UDP socket is made at once (no handshake), but through the loop's coroutine API
-            connect = loop.create_datagram_endpoint(lambda: _Upstream(self, session),
+            connect = loop.create_datagram_endpoint(functools.partial(_Upstream, self, session),
                                                     remote_addr=(endpoint.ip, endpoint.port))
             task = loop.create_task(connect, name="proxy udp session")
             self._connecting.add(task)  # awaited by close(); its outcome is handled by _made
-            task.add_done_callback(lambda t, s=session: self._made(t, s))
+            task.add_done_callback(functools.partial(self._made, session=session))
         session.send(data)
 
     def _made(self, task: asyncio.Task[Any], session: _Session) -> None:

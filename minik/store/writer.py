@@ -25,11 +25,13 @@ from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from queue import SimpleQueue
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from minik.store.writer_child import frame, take_frames, transaction
 
 T = TypeVar("T")
+IsolationLevel = Literal["DEFERRED", "EXCLUSIVE", "IMMEDIATE"] | None
+"""sqlite3's isolation levels; None is autocommit mode, where the store runs its own BEGIN IMMEDIATE."""
 
 _Call = tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]
 Statements = list[tuple[str, tuple[Any, ...] | list[Any]]]
@@ -61,7 +63,7 @@ def _resolve(future: asyncio.Future[Any], result: Any, error: BaseException | No
 class WriteConnection:
     """Runs functions of a ``sqlite3.Connection`` in the connection's own thread, one at a time, in order."""
 
-    def __init__(self, path: Path, isolation_level: str | None) -> None:
+    def __init__(self, path: Path, isolation_level: IsolationLevel) -> None:
         self._path = path
         self._isolation_level = isolation_level
         self._calls: SimpleQueue[_Call | None] = SimpleQueue()
@@ -69,7 +71,7 @@ class WriteConnection:
         self._connection: sqlite3.Connection | None = None
 
     @classmethod
-    async def open(cls, path: Path, *, isolation_level: str | None) -> WriteConnection:
+    async def open(cls, path: Path, *, isolation_level: IsolationLevel) -> WriteConnection:
         connection = cls(path, isolation_level)
         connection._thread.start()
         try:

@@ -98,8 +98,10 @@ class ProcessRuntime:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         env = {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "HOSTNAME": pod["metadata"]["name"],
                **config.env}
-        cwd = config.working_dir if config.working_dir and await asyncio.to_thread(os.path.isdir,
-                                                                                  config.working_dir) else None
+        cwd: str | None = None
+        if config.working_dir:
+            is_dir: bool = await asyncio.to_thread(os.path.isdir, config.working_dir)
+            cwd = config.working_dir if is_dir else None
         with os.fdopen(open_private(log_path), "ab") as output:  # a container's output: owner only
             try:
                 process = await asyncio.create_subprocess_exec(

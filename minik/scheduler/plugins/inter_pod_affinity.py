@@ -213,8 +213,8 @@ class InterPodAffinity:
             for term in pod.required_anti_affinity:
                 ids, values = arrays.label_ids(term.topology_key)
                 key = term.topology_key
-                taken = {v for (k, v), n in counts.anti.items() if k == key and n > 0}
-                mask &= ~_table([v in taken for v in values])[ids]
+                held = {v for (k, v), n in counts.anti.items() if k == key and n > 0}
+                mask &= ~_table([v in held for v in values])[ids]
         if counts.existing_anti:
             taken: dict[str, set[str]] = {}
             for (key, value), n in counts.existing_anti.items():
