@@ -12,23 +12,19 @@ network failures raise ``TransportError``.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import ssl as ssl_module
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import aiohttp
 import orjson
-from multidict import CIMultiDict, CIMultiDictProxy
 
 from minik.api.errors import StatusError
 from minik.api.registry import Registry, ResourceType
-
-if TYPE_CHECKING:
-    from minik.apiserver.request import ApiRequest
-    from minik.apiserver.server import ApiServer
 
 Obj = dict[str, Any]
 Resource = ResourceType | str
@@ -176,7 +172,7 @@ class _HttpChunks:
         self._response = response
         self._what = what
 
-    def __aiter__(self) -> "_HttpChunks":
+    def __aiter__(self) -> _HttpChunks:
         return self
 
     async def __anext__(self) -> bytes:
@@ -187,83 +183,6 @@ class _HttpChunks:
         if not chunk:
             raise StopAsyncIteration
         return chunk
-
-
-class _Chunks:
-    def __init__(self, chunks: list[bytes]) -> None:
-        self._chunks = chunks
-
-    def __aiter__(self) -> "_Chunks":
-        return self
-
-    async def __anext__(self) -> bytes:
-        if not self._chunks:
-            raise StopAsyncIteration
-        return self._chunks.pop(0)
-
-
-class InProcessTransport:
-    """Calls ``ApiServer.handle`` directly: no socket, the same request pipeline.
-
-    The request is awaited in the caller's task, so cancelling the caller cancels the request, as a client
-    going away would.
-    """
-
-    def __init__(self, api: "ApiServer", token: str | None = None) -> None:
-        self.api = api
-        self._token = token
-        # the request headers for each content type, made once (the server only reads them)
-        self._headers: dict[str | None, CIMultiDictProxy[str]] = {}
-
-    def _request(self, method: str, path: str, query: Mapping[str, str], body: bytes | None,
-                 content_type: str | None) -> "ApiRequest":
-        # imported here: only the in-process transport needs the server's types, and a client in another
-        # process must not load the API server
-        from minik.apiserver.request import ApiRequest
-
-        headers = self._headers.get(content_type)
-        if headers is None:
-            made: CIMultiDict[str] = CIMultiDict({"Accept": JSON})
-            if content_type:
-                made["Content-Type"] = content_type
-            if self._token:
-                made["Authorization"] = f"Bearer {self._token}"
-            headers = self._headers[content_type] = CIMultiDictProxy(made)
-        return ApiRequest(method, path, dict(query), headers, body or b"")
-
-    async def request(self, method: str, path: str, query: Mapping[str, str], body: bytes | None = None,
-                      content_type: str | None = None) -> Response:
-        result = await self.api.handle(self._request(method, path, query, body, content_type))
-        if result.stream is not None:  # not asked for; read it all rather than leave it open
-            stream = result.stream
-            try:
-                return Response(result.status, b"".join([chunk async for chunk in stream]))
-            finally:
-                await _aclose(stream)
-        return Response(result.status, result.body)
-
-    async def stream(self, method: str, path: str, query: Mapping[str, str]) -> StreamedResponse:
-        result = await self.api.handle(self._request(method, path, query, None, None))
-        if result.stream is None:
-            async def nothing() -> None:
-                return None
-
-            return StreamedResponse(result.status, _Chunks([result.body]), nothing)
-        stream = result.stream
-
-        async def close() -> None:
-            await _aclose(stream)
-
-        return StreamedResponse(result.status, stream, close)
-
-    async def close(self) -> None:
-        return None
-
-
-async def _aclose(iterator: AsyncIterator[bytes]) -> None:
-    aclose = getattr(iterator, "aclose", None)
-    if aclose is not None:
-        await aclose()
 
 
 # -- responses ----------------------------------------------------------------------------------------------
@@ -355,7 +274,7 @@ class Watch:
                 raise status_error(response.status, body)
         return self._response
 
-    async def __aenter__(self) -> "Watch":
+    async def __aenter__(self) -> Watch:
         await self._open()
         return self
 
@@ -363,7 +282,7 @@ class Watch:
                         tb: TracebackType | None) -> None:
         await self.aclose()
 
-    def __aiter__(self) -> "Watch":
+    def __aiter__(self) -> Watch:
         return self
 
     async def __anext__(self) -> WatchEvent:
@@ -443,18 +362,13 @@ class Client:
 
     @classmethod
     def http(cls, url: str, token: str | None = None, *, timeout_seconds: float = 60.0,
-             registry: Registry | None = None, ssl: ssl_module.SSLContext | bool | None = None) -> "Client":
+             registry: Registry | None = None, ssl: ssl_module.SSLContext | bool | None = None) -> Client:
         return cls(HttpTransport(url, token, timeout_seconds, ssl=ssl), registry)
-
-    @classmethod
-    def in_process(cls, api: "ApiServer", token: str | None = None, *, registry: Registry | None = None
-                   ) -> "Client":
-        return cls(InProcessTransport(api, token), registry or api.registry)
 
     async def close(self) -> None:
         await self.transport.close()
 
-    async def __aenter__(self) -> "Client":
+    async def __aenter__(self) -> Client:
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -662,7 +576,7 @@ class Client:
             raise status_error(response.status, body)
         return response
 
-    async def exec_socket(self, pod: str, namespace: str, command: list[str], *, container: str | None = None,
+    async def exec_socket(self, pod: str, namespace: str, command: builtins.list[str], *, container: str | None = None,
                           stdin: bool = False, tty: bool = False,
                           protocols: tuple[str, ...] = ("v5.channel.k8s.io", "v4.channel.k8s.io")
                           ) -> aiohttp.ClientWebSocketResponse:
@@ -677,7 +591,7 @@ class Client:
         if container:
             query.append(("container", container))
         path = self.path("pods", namespace, pod, "exec")
-        return await websocket(path, query, protocols)  # type: ignore[no-any-return]
+        return await websocket(path, query, protocols)
 
     async def create_token(self, service_account: str, namespace: str, spec: Mapping[str, Any] | None = None) -> Obj:
         """Ask the TokenRequest API (serviceaccounts/NAME/token) for a token of the service account; ``spec`` may

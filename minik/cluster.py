@@ -22,30 +22,36 @@ import orjson
 import structlog
 
 from minik.api.resources import REGISTRY
-from minik.apiserver.admission import ObjectReader
+from minik.api.tokens import NODE_USER_PREFIX, NODES
+from minik.apiserver.admission import ObjectReader, default_plugins
+from minik.apiserver.auth import authz
+from minik.apiserver.auth.authn import StaticTokens, TokenAuthenticator
+from minik.apiserver.auth.authz import ClusterAuthorizer
+from minik.apiserver.auth.credentials import (
+    ADMIN,
+    APISERVER,
+    ClusterCredentials,
+    client_ssl_context,
+    mint,
+    serving_names,
+)
+from minik.apiserver.auth.impersonation import ImpersonatingAuthenticator
+from minik.apiserver.auth.rbac import policy
+from minik.apiserver.auth.rbac.escalation import RbacEscalation
+from minik.apiserver.auth.rbac.reconcile import reconcile
+from minik.apiserver.auth.reviews import Reviews
+from minik.apiserver.auth.serviceaccounts import ServiceAccountTokens, TokenIssuer, service_account_user
+from minik.apiserver.auth.tokenrequest import TokenRequests
 from minik.apiserver.connection import HttpListener
 from minik.apiserver.http import build_server
 from minik.apiserver.limits import Limits
 from minik.apiserver.request import ApiRequest, ApiResponse, User
 from minik.apiserver.server import ApiServer, ApiSettings
 from minik.client import Client
-from minik.apiserver.admission import default_plugins
 from minik.controlplane import ControlPlane, StaticPod, proxy_pods
+from minik.inprocess import in_process_client
 from minik.kubeconfig import Config, for_cluster
-from minik.security import authz
-from minik.security.authn import StaticTokens, TokenAuthenticator
-from minik.security.authz import ClusterAuthorizer
-from minik.security.credentials import (ADMIN, APISERVER, ClusterCredentials, client_ssl_context, mint,
-                                        serving_names)
-from minik.security.files import private_dir, restrict
-from minik.security.impersonation import ImpersonatingAuthenticator
-from minik.security.rbac import policy
-from minik.security.rbac.escalation import RbacEscalation
-from minik.security.rbac.reconcile import reconcile
-from minik.security.reviews import Reviews
-from minik.security.serviceaccounts import ServiceAccountTokens, TokenIssuer, service_account_user
-from minik.security.tokenrequest import TokenRequests
-from minik.security.tokens import NODE_USER_PREFIX, NODES
+from minik.pki.files import private_dir, restrict
 from minik.store import Store, StoreSettings
 
 if TYPE_CHECKING:
@@ -79,7 +85,7 @@ ClientAs = Callable[[User], Client]
 ComponentFactory = Callable[["ClusterSettings", Client, ClientAs, ControlPlane], Component]
 
 
-def _scheduler(settings: "ClusterSettings", client: Client, client_as: ClientAs, plane: ControlPlane) -> Component:
+def _scheduler(settings: ClusterSettings, client: Client, client_as: ClientAs, plane: ControlPlane) -> Component:
     from minik.scheduler import Scheduler
 
     return Scheduler(client)
@@ -94,13 +100,13 @@ def controller_user(controller: str) -> User:
     return service_account_user(*account)
 
 
-def _controllers(settings: "ClusterSettings", client: Client, client_as: ClientAs, plane: ControlPlane) -> Component:
+def _controllers(settings: ClusterSettings, client: Client, client_as: ClientAs, plane: ControlPlane) -> Component:
     from minik.controllers.manager import ControllerManager
 
     return ControllerManager(client, settings.controllers, clients=lambda name: client_as(controller_user(name)))
 
 
-def _node(settings: "ClusterSettings", client: Client, client_as: ClientAs, plane: ControlPlane) -> Component:
+def _node(settings: ClusterSettings, client: Client, client_as: ClientAs, plane: ControlPlane) -> Component:
     from minik.kubelet.component import NodeComponent
 
     return NodeComponent(settings, client, plane)
@@ -118,7 +124,7 @@ GIL_SWITCH_INTERVAL_SECONDS = 0.001
 LISTEN_BACKLOG = 1024
 
 
-def _proxy(settings: "ClusterSettings", client: Client, client_as: ClientAs, plane: ControlPlane) -> Component:
+def _proxy(settings: ClusterSettings, client: Client, client_as: ClientAs, plane: ControlPlane) -> Component:
     from minik.proxy import NodeProxy, ProxySettings
 
     return NodeProxy(client, settings.proxy or ProxySettings(node_name=settings.local_node_name()))
@@ -247,7 +253,7 @@ def is_loopback(address: str) -> bool:
         return False
 
 
-#: the identity each in-process component runs as (see minik.security.authz for what each may do; the controllers
+#: the identity each in-process component runs as (see minik.apiserver.auth.authz for what each may do; the controllers
 #: write as their own service accounts, see ``controller_user``); a component not listed runs as
 #: ``system:minik:component:NAME`` with every right, until its own identity is decided
 COMPONENT_USERS: dict[str, User] = {
@@ -261,7 +267,7 @@ def _kubelet_client_tls(data_dir: Path) -> Callable[[], ssl.SSLContext]:
     """What the API server calls kubelets with (made on the first pods/log or pods/exec, from DATA_DIR/pki)."""
 
     def make() -> ssl.SSLContext:
-        from minik.security.kubelet import apiserver_client_context
+        from minik.pki.kubelet import apiserver_client_context
 
         return apiserver_client_context(data_dir)
 
@@ -345,7 +351,7 @@ class Cluster:
         """A client that reaches this cluster's API in-process as ``user`` (through authentication with a token
         minted for it, authorization and admission, as any client). Closed by the caller, or at stop."""
         assert self.api is not None, "the cluster is not started"
-        client = Client.in_process(self.api, mint(self.tokens, user))
+        client = in_process_client(self.api, mint(self.tokens, user))
         self._clients.append(client)
         return client
 
@@ -432,7 +438,7 @@ class Cluster:
             self.control_plane.add(StaticPod("apiserver", ready=lambda: api.ready and self._server is not None))
             self.client = self.in_process_client(APISERVER)
             if not s.plain_http:  # a joining node pins the CA it finds over TLS: nothing to pin over plain HTTP
-                from minik.security import joinserver
+                from minik import joinserver
 
                 creds = self.credentials
                 self.api.extensions[joinserver.PATH] = joinserver.JoinServer(self.client, lambda: creds.ca,
@@ -545,7 +551,7 @@ class Cluster:
             self.store = None
         log.info("cluster stopped")
 
-    async def __aenter__(self) -> "Cluster":
+    async def __aenter__(self) -> Cluster:
         await self.start()
         return self
 

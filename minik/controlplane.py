@@ -107,7 +107,7 @@ class ControlPlane:
         return None
 
 
-def proxy_pods(proxy: "NodeProxy") -> list[StaticPod]:
+def proxy_pods(proxy: NodeProxy) -> list[StaticPod]:
     """The node proxy's two pods: kube-proxy, ready once its rules are set up, and the DNS, there once the proxy is
     set up, ready when it listens (it may fail to), reached at the first address of a bridge it listens on (where
     pods send their queries)."""

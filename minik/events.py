@@ -14,6 +14,7 @@ Repeats that arrive before the writer gets to them are folded in memory, so a bu
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -100,8 +101,10 @@ class EventRecorder:
         self._similar: OrderedDict[tuple[Any, ...], tuple[float, set[str]]] = OrderedDict()
         self._pending: dict[tuple[Any, ...], _Pending] = {}
         self._wake = asyncio.Event()
+        #: set while everything recorded has been written (what flush and stop wait for)
+        self._idle = asyncio.Event()
+        self._idle.set()
         self._task: asyncio.Task[None] | None = None
-        self._busy = False
         self._log = log.bind(component=component)
 
     async def start(self) -> None:
@@ -113,18 +116,26 @@ class EventRecorder:
         if self._task is None:
             return
         if self._pending:
-            self._wake.set()
-            deadline = time.monotonic() + flush_timeout_seconds
-            while self._pending and time.monotonic() < deadline and not self._task.done():
-                await asyncio.sleep(0.01)
+            await self._until_idle(flush_timeout_seconds)
         await stop_task(self._task)
         self._task = None
 
     async def flush(self) -> None:
         """Wait until every event recorded so far has been written (for tests and orderly shutdowns)."""
-        while (self._pending or self._busy) and self._task is not None and not self._task.done():
-            self._wake.set()
-            await asyncio.sleep(0.005)
+        await self._until_idle()
+
+    async def _until_idle(self, timeout: float | None = None) -> None:
+        """Until the writer has written everything recorded so far, has stopped, or ``timeout`` has passed."""
+        if self._task is None or self._task.done() or self._idle.is_set():
+            return
+        self._wake.set()
+        idle = asyncio.ensure_future(self._idle.wait())
+        try:
+            await asyncio.wait([idle, self._task], timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            idle.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await idle
 
     # -- recording ------------------------------------------------------------------------------------------
     def event(self, obj: Mapping[str, Any], type_: str, reason: str, message: str, *,
@@ -148,6 +159,7 @@ class EventRecorder:
             return
         else:
             self._pending[key] = _Pending(reference, type_, reason, message, 1, now_rfc3339())
+        self._idle.clear()
         self._wake.set()
 
     def _too_many_similar(self, group: tuple[Any, ...], message: str) -> bool:
@@ -175,12 +187,9 @@ class EventRecorder:
             self._wake.clear()
             while self._pending:
                 batch, self._pending = self._pending, {}
-                self._busy = True
-                try:
-                    for key, pending in batch.items():
-                        await self._write(key, pending)
-                finally:
-                    self._busy = False
+                for key, pending in batch.items():
+                    await self._write(key, pending)
+            self._idle.set()
 
     async def _write(self, key: tuple[Any, ...], pending: _Pending) -> None:
         written = self._written.get(key)

@@ -18,6 +18,7 @@ pod's memory (an update sent without them keeps the stored ones).
 from __future__ import annotations
 
 import asyncio
+import builtins
 import inspect
 import random
 import sys
@@ -310,7 +311,7 @@ class Informer:
             for obj in self._cache.values():
                 SHARED.release(obj)
 
-    async def __aenter__(self) -> "Informer":
+    async def __aenter__(self) -> Informer:
         self.start()
         return self
 
@@ -344,7 +345,7 @@ class Informer:
             return list(self._cache.values())
         return self.by_index(NAMESPACE_INDEX, namespace)
 
-    def by_index(self, name: str, value: str) -> list[Obj]:
+    def by_index(self, name: str, value: str) -> builtins.list[Obj]:
         """The cached objects the index ``name`` puts under ``value`` (client-go's ByIndex); shared."""
         try:
             keys = self._indices[name].get(value)
@@ -380,7 +381,7 @@ class Informer:
         for key, obj in self._cache.items():
             self._index(key, None, obj)
 
-    def keys(self) -> list[str]:
+    def keys(self) -> builtins.list[str]:
         return list(self._cache)
 
     def __len__(self) -> int:
@@ -500,7 +501,7 @@ class Informer:
                 for obj in list(self._cache.values()):
                     await self._notify(self._on_update, obj, obj)
 
-    async def _notify(self, handlers: list[Any], *args: Obj) -> None:
+    async def _notify(self, handlers: builtins.list[Any], *args: Obj) -> None:
         for handler in handlers:
             try:
                 result = handler(*args)

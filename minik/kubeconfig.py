@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from minik.security.files import write_private
+from minik.pki.files import write_private
 
 Config = dict[str, Any]
 

@@ -11,7 +11,7 @@ from typing import TextIO
 import structlog
 
 from minik.logtap import NamedLoggerFactory, Tap, add_logger_name
-from minik.security.files import open_private
+from minik.pki.files import open_private
 
 
 def configure(level: str = "info", path: Path | None = None, stream: TextIO | None = None) -> None:

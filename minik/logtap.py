@@ -17,7 +17,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 #: the component whose task is running (set around a component's start; its tasks inherit it)
@@ -33,7 +33,7 @@ ROUTES: tuple[tuple[str, str], ...] = (
     ("minik.apiserver", "apiserver"),
     ("minik.admission", "apiserver"),
     ("minik.store", "apiserver"),
-    ("minik.security", "apiserver"),
+    ("minik.pki", "apiserver"),
     ("minik.cluster", "apiserver"),
 )
 
@@ -145,7 +145,7 @@ def _render(entries: list[tuple[int, float, str]], timestamps: bool) -> bytes:
 
 def _nano(seconds: float) -> str:
     """RFC 3339 with nanoseconds, as the kubelet prefixes lines for --timestamps."""
-    moment = datetime.fromtimestamp(seconds, timezone.utc)
+    moment = datetime.fromtimestamp(seconds, UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond:06d}000Z"
 
 

@@ -414,7 +414,7 @@ def bench_writes(tmp: Path, duration: float, threads: int, rounds: int) -> dict[
                 raise BenchError(f"minik pod create probe: {status} {body[:500]!r}")
         for round_ in range(rounds):
             for name, measure in zip(names, (
-                    lambda: etcd_puts(etcd_url, tmp, seconds, threads, round_),
+                    lambda round_=round_: etcd_puts(etcd_url, tmp, seconds, threads, round_),
                     lambda: pod_creates(same, tmp, seconds, threads, False),
                     lambda: pod_creates(distinct, tmp, seconds, threads, True))):
                 results[name].append(measure())
@@ -567,7 +567,7 @@ async def watch_client(url: str, path: str, watchers: int) -> None:
     connections: list[tuple[asyncio.Transport, WatchReader]] = []
     for i in range(watchers):
         transport, protocol = await loop.create_connection(
-            lambda: WatchReader(request(i), latencies, on_ready, errors), host, port)
+            lambda i=i: WatchReader(request(i), latencies, on_ready, errors), host, port)
         connections.append((transport, protocol))  # type: ignore[arg-type]
     waiters = [asyncio.create_task(all_ready.wait()), asyncio.create_task(failed.wait())]
     await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED, timeout=60)
@@ -601,7 +601,7 @@ class CreateConnection(asyncio.Protocol):
     Content-Length. A bare protocol for the reason WatchReader is one: at 1,000 creates/s an HTTP client library
     costs a fair share of one of the two vCPUs, and that CPU would be taken from the server being measured."""
 
-    def __init__(self, idle: list["CreateConnection"], results: "WriterResults") -> None:
+    def __init__(self, idle: list[CreateConnection], results: WriterResults) -> None:
         self.idle = idle
         self.results = results
         self.transport: asyncio.Transport | None = None

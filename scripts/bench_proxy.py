@@ -21,8 +21,8 @@ import os
 import random
 import re
 import shutil
-import statistics
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -144,7 +144,7 @@ def main() -> int:
         urls = asyncio.run(setup(data))
         for url in urls.values():
             answers(url)
-        for name, url in urls.items():  # warm up each path once
+        for url in urls.values():  # warm up each path once
             wrk(url, 1, 4)
         runs: dict[str, dict[str, list[dict[str, float]]]] = {n: {"throughput": [], "sequential": []} for n in urls}
         for _ in range(args.rounds):  # interleaved, so that a burst of load elsewhere hits every path alike

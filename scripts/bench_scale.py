@@ -45,6 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import benchlib  # noqa: E402
+
 from minik.client import Client  # noqa: E402
 from minik.informers import Informer  # noqa: E402
 

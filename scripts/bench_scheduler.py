@@ -139,7 +139,7 @@ def cpu_seconds(pids: list[int]) -> float:
     """User + system CPU time the processes have used so far (Linux /proc): a figure that a loaded machine
     disturbs far less than wall-clock time."""
     total = 0
-    for pid in [each for pid in pids for each in benchlib.with_children(pid)]:  # the store's writer included
+    for pid in [each for parent in pids for each in benchlib.with_children(parent)]:  # the writer included
         with contextlib.suppress(OSError):
             with open(f"/proc/{pid}/stat") as stat:
                 fields = stat.read().rpartition(")")[2].split()

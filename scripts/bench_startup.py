@@ -25,7 +25,6 @@ from pathlib import Path
 import benchlib
 
 
-
 def time_to_ready(command: list[str], port: int, timeout: float = 20.0, scheme: str = "http") -> float:
     """Seconds from spawning ``command`` to the first 200 from SCHEME://127.0.0.1:PORT/readyz (for https the
     certificate is not checked: it does not exist before the server makes it, and only the time matters)."""

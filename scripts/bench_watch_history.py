@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import benchlib
+
 from minik.store import Store, StoreSettings
 from minik.testing import watch_history
 

@@ -107,7 +107,7 @@ def with_children(pid: int) -> list[int]:
     return found
 
 
-def admin_endpoint(data_dir: Path, timeout: float = 60.0) -> "Endpoint":
+def admin_endpoint(data_dir: Path, timeout: float = 60.0) -> Endpoint:
     """Where and as whom a benchmark reaches the cluster `minik up` serves from ``data_dir``: the kubeconfig it
     writes once it serves (its URL, the admin's token, and its CA over HTTPS). Every request needs the token, over
     `--plain-http` too: waits up to ``timeout`` seconds for the file."""

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from minik import kubeconfig
-
 from minik.api.errors import StatusError
 from minik.api.quantity import milli_value_of, value_of
 from minik.client import Client, TransportError

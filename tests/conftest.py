@@ -5,10 +5,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-
-from typing import TYPE_CHECKING
 
 from minik.store import Store, StoreSettings
 
@@ -45,7 +44,7 @@ async def store(store_settings: StoreSettings) -> AsyncIterator[Store]:
 
 
 @pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator["Cluster"]:
+async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
     """A real cluster: store on a temporary SQLite file, API server on 127.0.0.1 with an ephemeral port (HTTPS,
     every request authenticated, as `minik up` serves), and none of the components (scheduler, controllers,
     node...), so API tests see only what they write themselves."""
@@ -61,7 +60,7 @@ async def cluster(tmp_path: Path) -> AsyncIterator["Cluster"]:
 
 
 @pytest.fixture
-async def http(cluster: "Cluster") -> AsyncIterator["ApiHttp"]:
+async def http(cluster: Cluster) -> AsyncIterator[ApiHttp]:
     """An aiohttp session against the cluster's API as the admin, with small helpers that return (status, decoded
     body)."""
     from tests.access import admin_session
@@ -71,7 +70,7 @@ async def http(cluster: "Cluster") -> AsyncIterator["ApiHttp"]:
 
 
 class ApiHttp:
-    def __init__(self, session: "aiohttp.ClientSession") -> None:  # noqa: F821
+    def __init__(self, session: aiohttp.ClientSession) -> None:  # noqa: F821
         self.session = session
 
     async def call(self, method: str, path: str, body: object = None, *, data: bytes | None = None,

@@ -47,7 +47,7 @@ async def write_until_killed(data_dir: Path, acknowledged: dict[str, str], stop:
                         if response.status == 201:
                             acknowledged[body["metadata"]["name"]] = (await response.json())["metadata"][
                                 "resourceVersion"]
-                except (aiohttp.ClientError, asyncio.TimeoutError):
+                except (TimeoutError, aiohttp.ClientError):
                     return
                 i += 1
 

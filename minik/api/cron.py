@@ -82,11 +82,11 @@ def _range(expr: str, low: int, high: int, names: dict[str, int]) -> tuple[set[i
     if low_high[0] in ("*", "?"):
         start, end, star = low, high, True
     else:
-        start = names.get(low_high[0].lower()) if low_high[0].lower() in names else _number(low_high[0])
+        start = names[low_high[0].lower()] if low_high[0].lower() in names else _number(low_high[0])
         if len(low_high) == 1:
             end = start
         elif len(low_high) == 2:
-            end = names.get(low_high[1].lower()) if low_high[1].lower() in names else _number(low_high[1])
+            end = names[low_high[1].lower()] if low_high[1].lower() in names else _number(low_high[1])
         else:
             raise ValueError(f"too many hyphens: {expr}")
     if len(range_and_step) == 1:

@@ -116,5 +116,5 @@ def required_node_affinity_matches(pod_spec: Mapping[str, Any], node: Mapping[st
 def node_condition(node: Mapping[str, Any], type_: str) -> Obj | None:
     for condition in (node.get("status") or {}).get("conditions") or []:
         if condition.get("type") == type_:
-            return condition  # type: ignore[no-any-return]
+            return condition
     return None

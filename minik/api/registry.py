@@ -23,7 +23,7 @@ class ResourceType:
     plural: str
     singular: str
     namespaced: bool
-    strategy: "Strategy"
+    strategy: Strategy
     short_names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
     subresources: tuple[str, ...] = ()

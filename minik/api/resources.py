@@ -59,7 +59,7 @@ REGISTRY = Registry([
     ResourceType("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", "rolebinding", True,
                  kinds.RoleBindingStrategy()),
     ResourceType("rbac.authorization.k8s.io", "v1", "Role", "roles", "role", True, kinds.RoleStrategy()),
-    # authentication.k8s.io/v1 and authorization.k8s.io/v1: questions answered, never stored (minik.security.reviews)
+    # authentication.k8s.io/v1 and authorization.k8s.io/v1: questions answered, never stored (minik.apiserver.auth.reviews)
     ResourceType("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", "selfsubjectreview",
                  False, kinds.ClusterReviewStrategy(), verbs=_ASK),
     ResourceType("authentication.k8s.io", "v1", "TokenReview", "tokenreviews", "tokenreview", False,

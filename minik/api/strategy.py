@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
-from minik.api.errors import Cause
 from minik.api import validation
+from minik.api.errors import Cause
 
 Obj = dict[str, Any]
 

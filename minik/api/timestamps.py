@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import formatdate
 from typing import Generic, TypeVar
 
@@ -14,19 +14,19 @@ T = TypeVar("T")
 
 def rfc3339(seconds: float) -> str:
     """A moment (seconds since the epoch) as Kubernetes writes a Time: "2026-11-23T08:00:00Z"."""
-    return datetime.fromtimestamp(int(seconds), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(int(seconds), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def micro_time(seconds: float) -> str:
     """A moment as Kubernetes writes a MicroTime (Lease renewTime, Event eventTime): "2026-11-23T08:00:00.123456Z"."""
-    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def parse_rfc3339(value: str) -> float:
     """Seconds since the epoch of an RFC 3339 timestamp ("2026-11-23T08:00:00Z", fractions allowed; one without an
     offset is read as UTC). ValueError for anything else."""
     moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
 def parse_time(value: object) -> float | None:

@@ -13,12 +13,24 @@ import functools
 import ipaddress
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from minik.api.errors import Cause
+
 # re-exported: the cause constructors are part of this module's interface (``validation.invalid`` etc.)
-from minik.api.fielderrors import (child, duplicate, forbidden, go_repr, index, invalid, not_found, not_supported,
-                                   required, too_long, type_invalid)
+from minik.api.fielderrors import (  # noqa: F401
+    child,
+    duplicate,
+    forbidden,
+    go_repr,
+    index,
+    invalid,
+    not_found,
+    not_supported,
+    required,
+    too_long,
+    type_invalid,
+)
 
 Causes = list[Cause]
 Obj = dict[str, Any]
@@ -412,7 +424,7 @@ def validate_immutable(new: Any, old: Any, path: str) -> Causes:
     return [] if new == old else [invalid(path, new, FIELD_IMMUTABLE)]
 
 
-def is_int(value: Any) -> bool:
+def is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

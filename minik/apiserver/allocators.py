@@ -44,7 +44,7 @@ class Owner:
         return {"group": "", "resource": "services", "namespace": self.namespace, "name": self.name}
 
     @classmethod
-    def of(cls, record: Obj) -> "Owner | None":
+    def of(cls, record: Obj) -> Owner | None:
         ref = (record.get("spec") or {}).get("parentRef") or {}
         if not ref.get("name"):
             return None

@@ -28,10 +28,10 @@ import orjson
 from minik.api import fielderrors, patchmeta
 from minik.api.errors import Cause, StatusError, bad_request, invalid
 from minik.api.registry import ResourceType
+from minik.api.timestamps import now_rfc3339
 from minik.apiserver import fieldpath
 from minik.apiserver.fieldpath import FieldSet, Path
 from minik.apiserver.request import ApiRequest, User
-from minik.api.timestamps import now_rfc3339
 
 if TYPE_CHECKING:
     from minik.apiserver.rest import ResourceRest
@@ -153,7 +153,7 @@ class Managed:
         self.entries = entries or {}
 
     @classmethod
-    def of(cls, obj: Obj, *, stored: bool = False) -> "Managed | None":
+    def of(cls, obj: Obj, *, stored: bool = False) -> Managed | None:
         """The object's managedFields; None when there are none or they cannot be read. ``stored``: they were
         written by this server (checked then), so each entry's tree is decoded only if its fields are read."""
         raw = obj.get("metadata", {}).get("managedFields")
@@ -247,7 +247,7 @@ def zero_object(resource: ResourceType) -> Obj:
     return obj
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _zero(resource: ResourceType) -> Obj:
     """zero_object, shared: never change it."""
     return zero_object(resource)
@@ -285,7 +285,7 @@ class FieldManager:
 
     @classmethod
     def for_request(cls, resource: ResourceType, request: ApiRequest, verb: str,
-                    subresource: str | None) -> "FieldManager | None":
+                    subresource: str | None) -> FieldManager | None:
         """The manager of a create, update or non-apply patch; None when the request names none."""
         _check_options(request, {"create": "CreateOptions", "update": "UpdateOptions"}.get(verb, "PatchOptions"),
                        apply=False)
@@ -370,7 +370,7 @@ class Applier(FieldManager):
 
     @classmethod
     def for_apply(cls, resource: ResourceType, request: ApiRequest, subresource: str | None,
-                  config: Any) -> "Applier":
+                  config: Any) -> Applier:
         _check_options(request, "PatchOptions", apply=True)
         force = request.query.get("force", "false")
         if force not in _BOOLS:
@@ -388,8 +388,8 @@ class Applier(FieldManager):
             raise bad_request("metadata.managedFields must be nil")
         return cls(resource, request.query["fieldManager"], config, _BOOLS[force], subresource)
 
-    async def run(self, rest: "ResourceRest", namespace: str | None, name: str, user: User, dry_run: bool
-                  ) -> tuple["Record | Obj", int]:
+    async def run(self, rest: ResourceRest, namespace: str | None, name: str, user: User, dry_run: bool
+                  ) -> tuple[Record | Obj, int]:
         """Apply to the object, or create it from the configuration when there is none: (result, HTTP status)."""
         for _attempt in range(3):
             try:

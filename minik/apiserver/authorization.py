@@ -42,7 +42,7 @@ class AuthzAttributes:
     resource_request: bool = True
 
     @classmethod
-    def for_request(cls, info: RequestInfo) -> "AuthzAttributes":
+    def for_request(cls, info: RequestInfo) -> AuthzAttributes:
         namespace = info.namespace or ""
         if info.resource.plural == "namespaces" and info.resource.group == "" and info.name:
             namespace = info.name  # a namespace is itself the namespace of requests for it, as in Kubernetes
@@ -50,7 +50,7 @@ class AuthzAttributes:
                    info.name or "")
 
     @classmethod
-    def for_path(cls, method: str, path: str) -> "AuthzAttributes":
+    def for_path(cls, method: str, path: str) -> AuthzAttributes:
         verb = {"HEAD": "get"}.get(method, method.lower())
         return cls(verb, path=path, resource_request=False)
 

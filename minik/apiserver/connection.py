@@ -95,7 +95,7 @@ class HttpListener:
     """The protocol factory of the API server's listening socket, and the registry of its open connections for
     the idle sweep and an ordered shutdown."""
 
-    def __init__(self, api: "ApiServer", *, fallback: web.Server) -> None:
+    def __init__(self, api: ApiServer, *, fallback: web.Server) -> None:
         self.api = api
         self.limits: Limits = api.settings.limits
         #: aiohttp's server, for the connections that upgrade (exec's WebSocket)
@@ -104,7 +104,7 @@ class HttpListener:
         self._sweeper: asyncio.Task[None] | None = None
         self._closing = False
 
-    def __call__(self) -> "HttpConnection":
+    def __call__(self) -> HttpConnection:
         if self._sweeper is None:
             self._sweeper = asyncio.get_running_loop().create_task(self._sweep(), name="minik-http-sweeper")
         return HttpConnection(self)

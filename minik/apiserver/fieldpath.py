@@ -102,7 +102,7 @@ def _child(type_name: str | None, name: str) -> Shape:
                  atomic=field_type in _ATOMIC_TYPES and not keys)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def item(shape: Shape) -> Shape:
     """The shape of an item of a list of ``shape``."""
     return Shape(type=shape.type, atomic=shape.type in _ATOMIC_TYPES)

@@ -232,7 +232,7 @@ def _prune_value(value: Any, walk: tuple[str, Any], path: str, removed: list[str
 
 
 # -- duplicate fields -----------------------------------------------------------------------------------------
-class _Pairs(dict):  # type: ignore[type-arg]
+class _Pairs(dict):
     """A decoded JSON object that remembers which keys it saw more than once."""
 
     duplicates: list[str]

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("minik.apiserver.http")
 
 #: aiohttp's handler arguments for every API listener: kubectl's headers can be long
-HANDLER_ARGS = {"max_field_size": 16 * 1024}
+HANDLER_ARGS: dict[str, Any] = {"max_field_size": 16 * 1024}
 
 _BODY_TIMEOUT = StatusError(408, "Timeout", "the request body was not received in time")
 _TOO_LARGE = StatusError(413, "RequestEntityTooLarge", f"the request body is too large (limit {MAX_BODY_BYTES} bytes)")
@@ -112,6 +112,7 @@ async def stream(request: web.BaseRequest, status: int, content_type: str,
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     gone = False
+    liveness: asyncio.TimerHandle | None = None
 
     def check() -> None:
         nonlocal gone, liveness
@@ -150,7 +151,7 @@ async def stream(request: web.BaseRequest, status: int, content_type: str,
 _NO_QUERY: dict[str, str] = {}
 
 
-def build_server(api: "ApiServer") -> web.Server:
+def build_server(api: ApiServer) -> web.Server:
     """aiohttp's low-level server with one handler for every path: the API server routes requests itself, so
     aiohttp's application, router and middleware would be work for nothing."""
     limits = api.settings.limits
@@ -167,7 +168,7 @@ def build_server(api: "ApiServer") -> web.Server:
         result = await api.handle(ApiRequest(request.method, request.path, query, request.headers, body,
                                              request.remote, user_from_peercert(peercert)))
         if result.upgrade is not None:  # exec: the WebSocket relayed to the node's kubelet
-            return await result.upgrade(request)  # type: ignore[no-any-return]
+            return await result.upgrade(request)
         if result.stream is None:
             if len(result.body) > LARGE_BODY_BYTES and request.method != "HEAD":
                 return await send_large(request, result)

@@ -93,8 +93,9 @@ def _merge_map(original: Any, patch: dict[str, Any], fields: dict[str, patchmeta
         elif isinstance(value, list) and meta is not None and meta.merge_key:
             result[key] = _merge_list(result.get(key), value, meta)
         elif isinstance(value, list) and meta is not None and meta.primitive_merge:
-            current = result.get(key) if isinstance(result.get(key), list) else []
-            result[key] = list(current) + [v for v in value if v not in current]
+            existing = result.get(key)
+            current: list[Any] = existing if isinstance(existing, list) else []
+            result[key] = [*current, *(v for v in value if v not in current)]
         else:
             result[key] = _clean(value)
     for key, values in deletions:

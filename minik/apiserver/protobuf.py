@@ -192,6 +192,7 @@ def _fields(data: bytes) -> Iterator[tuple[int, int, Any]]:
     """(field number, wire type, value) for each field: an int for numbers, bytes for length-delimited ones."""
     pos, end = 0, len(data)
     while pos < end:
+        value: Any
         key, pos = _varint(data, pos)
         number, wire = key >> 3, key & 7
         if number == 0:
@@ -218,7 +219,7 @@ def _fields(data: bytes) -> Iterator[tuple[int, int, Any]]:
 def _expect_bytes(wire: int, value: Any) -> bytes:
     if wire != _LEN:
         raise ProtobufError(f"expected a length-delimited field, got wire type {wire}")
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def _string(wire: int, value: Any) -> str:

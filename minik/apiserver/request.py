@@ -52,15 +52,15 @@ class ApiResponse:
     upgrade: Callable[[Any], Awaitable[Any]] | None = None
 
     @classmethod
-    def json(cls, value: Any, status: int = 200) -> "ApiResponse":
+    def json(cls, value: Any, status: int = 200) -> ApiResponse:
         return cls(status, orjson.dumps(value))
 
     @classmethod
-    def raw(cls, body: bytes, status: int = 200) -> "ApiResponse":
+    def raw(cls, body: bytes, status: int = 200) -> ApiResponse:
         return cls(status, body)
 
     @classmethod
-    def error(cls, error: StatusError) -> "ApiResponse":
+    def error(cls, error: StatusError) -> ApiResponse:
         status = error.to_status()
         try:
             body = orjson.dumps(status)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from minik.api.errors import StatusError, not_found
 from minik.api.registry import Registry, ResourceType

@@ -9,12 +9,12 @@ from __future__ import annotations
 import copy
 import os
 import re
-from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
-from minik.api.errors import (Cause, StatusError, already_exists, bad_request, conflict, invalid, not_found)
+from minik.api.errors import Cause, StatusError, already_exists, bad_request, conflict, invalid, not_found
 from minik.api.kinds.pods import assign_pod
 from minik.api.names import generate_name
 from minik.api.registry import ResourceType
@@ -93,7 +93,7 @@ def _copier(obj: Obj) -> Callable[[], Obj]:
         raw = orjson.dumps(obj)
     except TypeError:
         return lambda: copy.deepcopy(obj)
-    return lambda: orjson.loads(raw)  # type: ignore[no-any-return]
+    return lambda: orjson.loads(raw)
 
 
 #: called once a write is decided: True when it was stored, False when it was not (conflict, dry run, error)
@@ -260,8 +260,8 @@ class ResourceRest:
                 new = mutate(current)
                 if new is current:
                     new = mutate(record.object())
-                elif isinstance(new.get("metadata"), dict) and new["metadata"] is current.get("metadata"):
-                    new["metadata"] = dict(new["metadata"])
+                elif new.get("metadata") is current.get("metadata") and isinstance(shared := new.get("metadata"), dict):
+                    new["metadata"] = dict(shared)
             else:
                 new = mutate(record.object())
             if patched:

@@ -15,12 +15,20 @@ from typing import Any
 import orjson
 import structlog
 
-from minik.api.errors import (PATCH_MEDIA_TYPES, StatusError, Unauthorized, bad_request, internal, method_not_allowed,
-                              not_found, unsupported_media_type)
+from minik.api.errors import (
+    PATCH_MEDIA_TYPES,
+    StatusError,
+    Unauthorized,
+    bad_request,
+    internal,
+    method_not_allowed,
+    not_found,
+    unsupported_media_type,
+)
 from minik.api.params import parse_int64
 from minik.api.registry import Registry, ResourceType
 from minik.apiserver import codec, discovery, scale, tables, warnings
-from minik.apiserver.admission import AdmissionPlugin, Admission, Authenticator, ObjectReader, default_plugins
+from minik.apiserver.admission import Admission, AdmissionPlugin, Authenticator, ObjectReader, default_plugins
 from minik.apiserver.admission.priority import system_priority_classes
 from minik.apiserver.admission.service_account import DEFAULT_SERVICE_ACCOUNT
 from minik.apiserver.apply import Applier, FieldManager
@@ -35,8 +43,14 @@ from minik.apiserver.podproxy import PodProxy
 from minik.apiserver.request import ApiRequest, ApiResponse, User, success_status
 from minik.apiserver.requestinfo import RequestInfo, no_route, resolve
 from minik.apiserver.rest import ResourceRest
-from minik.apiserver.services import (DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR, MASTER_NAMESPACE, MASTER_SERVICE,
-                                      ServiceAllocations, master_endpoints)
+from minik.apiserver.services import (
+    DEFAULT_NODE_PORT_RANGE,
+    DEFAULT_SERVICE_CIDR,
+    MASTER_NAMESPACE,
+    MASTER_SERVICE,
+    ServiceAllocations,
+    master_endpoints,
+)
 from minik.apiserver.watch import WatchStream
 from minik.jsonbytes import dumps_kept
 from minik.store import ObjectTooLarge, Record, Store
@@ -101,7 +115,7 @@ class ApiSettings:
 
     kubelet_tls: Callable[[], ssl.SSLContext] | None = None
     """Makes the TLS context for relaying pods/log and pods/exec to kubelets: the API server's client certificate
-    and the cluster CA (``minik.security.kubelet.apiserver_client_context``); called on the first relay."""
+    and the cluster CA (``minik.pki.kubelet.apiserver_client_context``); called on the first relay."""
 
 
 class ApiServer:

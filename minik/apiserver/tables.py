@@ -54,7 +54,7 @@ def include_object(query: Mapping[str, str]) -> str:
     return value
 
 
-def for_request(resource: ResourceType, request: ApiRequest) -> "TableWriter | None":
+def for_request(resource: ResourceType, request: ApiRequest) -> TableWriter | None:
     """The Table writer for a get, list or watch whose client asked for a Table; None for plain JSON."""
     version = negotiate(request.headers.get("Accept"))
     if version is None:

@@ -14,8 +14,8 @@ from minik.cli.common import target_options
 from minik.cli.containers import exec_command, logs
 from minik.cli.controllers import controllers
 from minik.cli.delete import delete
-from minik.cli.down import delete_cluster, down
 from minik.cli.describe import describe
+from minik.cli.down import delete_cluster, down
 from minik.cli.get import get
 from minik.cli.node import node
 from minik.cli.scheduling import explain, scheduler

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
 import aiohttp
@@ -16,8 +15,7 @@ import click
 from minik import kubeconfig
 from minik.api.errors import StatusError
 from minik.api.registry import ResourceType
-from minik.client import Client, HttpTransport, TransportError
-from minik.manifests import ManifestError
+
 # the commands import these from here
 from minik.cli.errors import CliError as CliError
 from minik.cli.errors import fail as fail
@@ -26,6 +24,8 @@ from minik.cli.target import Target as Target
 from minik.cli.target import current_target
 from minik.cli.target import default_data_dir as default_data_dir
 from minik.cli.target import target_options as target_options
+from minik.client import Client, HttpTransport, TransportError
+from minik.manifests import ManifestError
 
 T = TypeVar("T")
 
@@ -85,7 +85,7 @@ class Session:
     endpoint: kubeconfig.Endpoint
 
     @classmethod
-    def current(cls) -> "Session":
+    def current(cls) -> Session:
         return cls(current_target(click.get_current_context()).endpoint())
 
     def namespace(self, given: str | None) -> str:
@@ -97,7 +97,7 @@ class Session:
     def table_client(self) -> Client:
         return Client(_TableTransport(self.endpoint))
 
-    def run(self, main: Callable[[], Awaitable[T]]) -> T:
+    def run(self, main: Callable[[], Coroutine[Any, Any, T]]) -> T:
         """Run a command's coroutine on a new event loop, turning API, connection and manifest failures into
         kubectl-like messages (exit code 1) and Ctrl-C into a quiet exit 130."""
         try:

@@ -30,6 +30,12 @@ _DURATION = re.compile(r"(\d+)(ms|s|m|h)")
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
 
 
+def _read_to_end(fd: int) -> bytes:
+    """All of a regular file open at ``fd`` (left open)."""
+    with open(fd, "rb", closefd=False) as handle:
+        return handle.read()
+
+
 def parse_duration(text: str) -> int:
     """Go's duration as kubectl takes it for --since (5s, 2m, 1h30m) in whole seconds, at least 1."""
     parts = _DURATION.findall(text)
@@ -161,9 +167,8 @@ class _Exec:
 
         try:
             loop.add_reader(fd, readable)
-        except PermissionError:  # a regular file: it cannot be polled, and it ends
-            with open(fd, "rb", closefd=False) as handle:
-                chunks.put_nowait(handle.read())
+        except PermissionError:  # a regular file: it cannot be polled, and it ends (read in a thread)
+            chunks.put_nowait(await asyncio.to_thread(_read_to_end, fd))
             chunks.put_nowait(b"")
         else:
             os.set_blocking(fd, False)

@@ -6,15 +6,14 @@ command and the Events table (the events whose involvedObject is the object: its
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import click
 
 from minik.api.errors import StatusError
 from minik.api.registry import ResourceType
-from minik.cli.common import CliError, Session, fail, namespace_option, resolve_kind, status_message
-from minik.cli.common import target_options
+from minik.cli.common import CliError, Session, fail, namespace_option, resolve_kind, status_message, target_options
 from minik.cli.describe_text import NONE, Writer
 from minik.cli.describers import DESCRIBERS, describe_generic
 from minik.cli.output import human_duration, parse_time
@@ -27,7 +26,7 @@ def events(w: Writer, items: list[Obj]) -> None:
     if not items:
         w.kv(0, "Events", NONE)
         return
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
 
     def when(event: Obj, *fields: str) -> datetime | None:
         for f in fields:
@@ -51,7 +50,7 @@ def events(w: Writer, items: list[Obj]) -> None:
         host = source.get("host") or event.get("reportingInstance") or ""
         if host and host != origin:
             origin = f"{origin}, {host}" if origin else host
-        rows.append((last or datetime.min.replace(tzinfo=timezone.utc),
+        rows.append((last or datetime.min.replace(tzinfo=UTC),
                      [event.get("type") or "", event.get("reason") or "", shown_age, origin,
                       str(event.get("message") or "").strip()]))
     rows.sort(key=lambda r: r[0])

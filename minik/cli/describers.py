@@ -10,8 +10,17 @@ from typing import Any
 
 from minik.api.errors import StatusError
 from minik.api.registry import ResourceType
-from minik.cli.describe_text import (NONE, Writer, controlled_by, generic, header, label_for,
-                                     labels_and_annotations, scalar, timestamp)
+from minik.cli.describe_text import (
+    NONE,
+    Writer,
+    controlled_by,
+    generic,
+    header,
+    label_for,
+    labels_and_annotations,
+    scalar,
+    timestamp,
+)
 from minik.cli.output import age
 from minik.client import Client
 

@@ -17,8 +17,16 @@ import click
 from minik.api.errors import StatusError
 from minik.api.registry import ResourceType
 from minik.api.resources import REGISTRY
-from minik.cli.common import CliError, Session, fail, kind_label, namespace_option, resolve_kind, status_message
-from minik.cli.common import target_options
+from minik.cli.common import (
+    CliError,
+    Session,
+    fail,
+    kind_label,
+    namespace_option,
+    resolve_kind,
+    status_message,
+    target_options,
+)
 from minik.cli.output import age, cell_text, to_json, to_yaml
 from minik.client import Client
 

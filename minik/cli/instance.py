@@ -5,7 +5,7 @@ The running `minik up` holds an exclusive lock on ``DATA_DIR/minik.lock`` (holdi
 so two processes never serve one store, and "running" means exactly "the lock is held" — a crashed process
 releases it, whatever its PID became. Once ready it writes ``DATA_DIR/running.json`` (URL, start time, disabled
 components, service range) and removes it when it stops. The data directory is 0700 and both files 0600
-(``minik.security.files``).
+(``minik.pki.files``).
 
 So that a cluster can see the others running on this machine (and choose a service range and a port of its
 own), a running cluster also names its data directory in ``~/.minik/running/``: one file per data directory,
@@ -19,11 +19,11 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from minik.security.files import private_dir, write_private
+from minik.pki.files import private_dir, write_private
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class RunState:
                            "serviceCIDR": self.service_cidr}, indent=2) + "\n"
 
     @classmethod
-    def from_json(cls, text: str) -> "RunState":
+    def from_json(cls, text: str) -> RunState:
         data: dict[str, Any] = json.loads(text)
         return cls(int(data["pid"]), str(data.get("url", "")), str(data.get("name", "")),
                    str(data.get("startedAt", "")), str(data.get("kubeconfig", "")),
@@ -128,7 +128,7 @@ class Instance:
 
     # -- the published state ---------------------------------------------------------------------------------
     def publish(self, url: str, name: str, disabled: tuple[str, ...], service_cidr: str = "") -> RunState:
-        state = RunState(os.getpid(), url, name, datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        state = RunState(os.getpid(), url, name, datetime.now(UTC).isoformat(timespec="seconds"),
                          str(self.kubeconfig_path), disabled, service_cidr)
         write_private(self.state_path, state.to_json().encode())
         entry = _registry_entry(self.data_dir)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from minik.cli.instance import RunState, running_clusters
-from minik.security.files import write_private
+from minik.pki.files import write_private
 
 DEFAULT_SERVICE_CIDR = "10.96.0.0/12"
 DEFAULT_PORT = 6443

@@ -3,7 +3,7 @@ until Ctrl-C or SIGTERM. It registers the Node, runs the pods bound to it and se
 containers keep running when it stops, and the next join with the same data directory adopts them.
 
 The first join pins the cluster's CA (``--ca-hash``) before it sends the join token, and exchanges the token
-for the node's own credential (``minik.security.join``), kept in DATA_DIR/credentials so that a restart needs
+for the node's own credential (``minik.kubelet.join``), kept in DATA_DIR/credentials so that a restart needs
 no token. The kubelet's endpoint serves over TLS with the serving certificate the join brought, to the API
 server and admins only."""
 
@@ -29,10 +29,10 @@ from minik.kubelet.agent import AgentSettings, NodeAgent
 from minik.kubelet.component import default_node_name
 from minik.kubelet.node import host_address, parse_labels, parse_taints
 from minik.kubelet.server import DEFAULT_PORT
-from minik.security.files import private_data_dir
+from minik.pki.files import private_data_dir
 
 if TYPE_CHECKING:
-    from minik.security.join import JoinedNode
+    from minik.kubelet.join import JoinedNode
 
 #: where a joined node keeps its credential (kubelet.conf, kubelet.crt/.key, ca.crt), under its data directory
 CREDENTIALS_DIR = "credentials"
@@ -58,7 +58,7 @@ def _labels(_ctx: click.Context, _param: click.Parameter, value: str | None) -> 
 
 def _taints(_ctx: click.Context, _param: click.Parameter, value: str | None) -> list[dict[str, str]]:
     try:
-        return parse_taints(value or "")  # type: ignore[return-value]
+        return parse_taints(value or "")
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
 
@@ -68,7 +68,7 @@ def node() -> None:
     """Nodes of a cluster: `minik node join` runs one for this machine."""
 
 
-async def _check_server(joined: "JoinedNode") -> None:
+async def _check_server(joined: JoinedNode) -> None:
     """Fail early and clearly when the server cannot be reached or refuses the node's credential."""
     async with joined.client(timeout_seconds=10) as client:
         try:
@@ -85,8 +85,8 @@ async def _check_server(joined: "JoinedNode") -> None:
 
 async def _serve(server: str, token: str | None, ca_hash: str | None, state_dir: Path, name: str,
                  address: str, make_settings: Callable[[ssl.SSLContext], AgentSettings]) -> None:
-    from minik.security.join import JoinError, join_cluster  # cryptography: only for a node that joins
-    from minik.security.kubelet import serving_context
+    from minik.kubelet.join import JoinError, join_cluster  # cryptography: only for a node that joins
+    from minik.pki.kubelet import serving_context
 
     try:
         joined = await join_cluster(server, token, ca_hash, name, state_dir, addresses=(address,))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import yaml
@@ -69,7 +69,7 @@ def parse_time(value: Any) -> datetime | None:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def age(timestamp: Any, now: datetime | None = None) -> str:
@@ -77,7 +77,7 @@ def age(timestamp: Any, now: datetime | None = None) -> str:
     when = parse_time(timestamp)
     if when is None:
         return "<unknown>"
-    return human_duration(((now or datetime.now(timezone.utc)) - when).total_seconds())
+    return human_duration(((now or datetime.now(UTC)) - when).total_seconds())
 
 
 # -- documents --------------------------------------------------------------------------------------------------

@@ -28,8 +28,8 @@ def scheduler(name: str, percentage_of_nodes_to_score: int, scoring_strategy: st
     """Run a scheduler against a cluster until Ctrl-C or SIGTERM (for a cluster started with
     `minik up --disable scheduler`, or beside its scheduler under another --name)."""
     from minik import log as logging_setup
-    from minik.scheduler import Scheduler, SchedulerSettings
     from minik.collector import settle_after_start
+    from minik.scheduler import Scheduler, SchedulerSettings
     from minik.scheduler.plugins.registry import ProfileConfig
 
     session = Session.current()

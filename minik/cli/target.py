@@ -18,8 +18,8 @@ from typing import Any
 import click
 
 from minik import kubeconfig
-from minik.kubeconfig import Config, Endpoint
 from minik.cli.errors import fail
+from minik.kubeconfig import Config, Endpoint
 
 #: the default cluster client commands talk to when neither --kubeconfig nor $KUBECONFIG is given
 DEFAULT_CLUSTER = "minik"

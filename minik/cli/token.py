@@ -8,13 +8,12 @@ import datetime
 
 import click
 
+from minik.api import tokens
 from minik.api.errors import StatusError
 from minik.api.timestamps import rfc3339
 from minik.cli.common import Session, fail, target_options
 from minik.cli.output import align, human_duration
 from minik.client import Client
-from minik.security import tokens
-
 
 #: the join command `minik up` prints carries a token of its own, as kubeadm init's does: valid for a day, made
 #: again when less than an hour is left, the expired ones removed
@@ -26,7 +25,7 @@ UP_TOKEN_MIN_LEFT = datetime.timedelta(hours=1)
 async def up_join_token(client: Client) -> str:
     """The node-role token for the join command `minik up` prints: the one it made before while it has an hour
     left, else a new one; expired ones it made are deleted."""
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     listed = await client.list("secrets", tokens.NAMESPACE)
     found = None
     for secret in listed.get("items") or []:
@@ -74,7 +73,7 @@ def _ca_hash(session: Session) -> str | None:
     data = session.endpoint.ca_data
     if not data:
         return None
-    from minik.security.ca import CertificateError, load_cert, public_key_hash
+    from minik.pki.ca import CertificateError, load_cert, public_key_hash
 
     try:
         return public_key_hash(load_cert(data))
@@ -106,7 +105,7 @@ def create(ttl: datetime.timedelta, role: str, description: str, print_join_comm
             await client.create("secrets", secret, tokens.NAMESPACE)
 
     session.run(main)
-    from minik.security.join import join_command
+    from minik.kubelet.join import join_command
 
     ca_hash = _ca_hash(session)
     command = join_command(session.endpoint.server, value, ca_hash) if ca_hash else None
@@ -152,7 +151,7 @@ def list_tokens() -> None:
         return [s for s in listed.get("items") or []
                 if s.get("type") in (tokens.BOOTSTRAP_TYPE, tokens.NODE_CREDENTIAL_TYPE)]
 
-    rows = _rows(session.run(main), datetime.datetime.now(datetime.timezone.utc))
+    rows = _rows(session.run(main), datetime.datetime.now(datetime.UTC))
     if not rows:
         click.echo("No tokens found.", err=True)
         return

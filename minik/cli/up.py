@@ -5,7 +5,7 @@ The join command (it carries a join token) is shown to a person only, never writ
 the foreground prints it when its output is a terminal (else how to make one: `minik token create
 --print-join-command`); with --detach, the background process writes its output to DATA_DIR/minik.out without
 it, and the parent asks the API for the token with the admin kubeconfig and prints the command on its own
-output. The data directory is 0700 and every file minik writes in it 0600 (``minik.security.files``); one an
+output. The data directory is 0700 and every file minik writes in it 0600 (``minik.pki.files``); one an
 older minik left readable is tightened at start, and when its minik.out was readable the join tokens `minik up`
 printed into it are revoked (the next join command carries a new one).
 """
@@ -24,7 +24,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Coroutine
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +39,10 @@ from minik.cli import network, progress
 from minik.cli.common import CliError, default_data_dir, fail
 from minik.cli.instance import AlreadyRunning, Instance, RunState
 from minik.cli.output import align, human_duration, parse_time
-from minik.cluster import COMPONENTS, Cluster, ClusterSettings, is_loopback
 from minik.client import Client, TransportError
+from minik.cluster import COMPONENTS, Cluster, ClusterSettings, is_loopback
 from minik.collector import freeze_survivors, settle_after_start
-from minik.security.files import open_private, private_data_dir
+from minik.pki.files import open_private, private_data_dir
 
 #: how long `up --detach` waits for the cluster to answer /readyz, and `down` for it to exit
 WAIT_SECONDS = 30.0
@@ -114,7 +114,7 @@ async def _join_line(client: Client, url: str, ca_hash: str, *, renew: bool = Fa
     a day) and the hash of the cluster CA the joining node pins. ``renew``: revoke the tokens it printed before;
     ``show`` False: no token, JOIN_HINT."""
     from minik.cli.token import revoke_up_join_tokens, up_join_token
-    from minik.security.join import join_command
+    from minik.kubelet.join import join_command
 
     try:
         if renew:
@@ -135,7 +135,7 @@ def _detached_join_line(kubeconfig_path: Path, url: str, *, renew: bool = False)
         return ""
     if not endpoint.ca_data or not endpoint.server.startswith("https://"):
         return ""  # plain HTTP on loopback: no CA to pin, nothing to join over
-    from minik.security.ca import load_cert, public_key_hash
+    from minik.pki.ca import load_cert, public_key_hash
 
     lines: list[str] = []
 
@@ -428,7 +428,7 @@ def status(name: str, data_dir: Path | None) -> None:
         click.echo(f"minik: cluster {name!r} is not running (data in {instance.data_dir})")
         raise click.exceptions.Exit(3)
     started = parse_time(state.started_at)
-    uptime = human_duration((datetime.now(timezone.utc) - started).total_seconds()) if started else "?"
+    uptime = human_duration((datetime.now(UTC) - started).total_seconds()) if started else "?"
     click.echo(f"minik: cluster {name!r} is running (PID {state.pid}, up {uptime})")
     rows = [["  API:", state.url or "(starting)"], ["  kubeconfig:", state.kubeconfig or "-"],
             ["  data:", str(instance.data_dir)]]
@@ -465,7 +465,7 @@ def kubeconfig_path(name: str, data_dir: Path | None, user_name: str | None, gro
             raise click.UsageError("--group and --output go with --user")
         click.echo(str(path))
         return
-    from minik.security.users import user_kubeconfig
+    from minik.cli.users import user_kubeconfig
 
     try:
         config = user_kubeconfig(path, name, user_name, groups, days)

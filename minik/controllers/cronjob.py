@@ -14,7 +14,7 @@ The controller's clock is settable, so tests move time instead of waiting for it
 from __future__ import annotations
 
 import copy
-from datetime import datetime, timezone, tzinfo
+from datetime import UTC, datetime, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from minik.aio.clock import Clock
@@ -23,8 +23,15 @@ from minik.api.errors import StatusError
 from minik.api.timestamps import parse_time, rfc3339
 from minik.client import Client
 from minik.controllers import jobutil as ju
-from minik.controllers.base import (Controller, InformerFactory, Obj, Recorder, controller_ref, is_being_deleted,
-                                    owner_reference)
+from minik.controllers.base import (
+    Controller,
+    InformerFactory,
+    Obj,
+    Recorder,
+    controller_ref,
+    is_being_deleted,
+    owner_reference,
+)
 
 SCHEDULED_TIMESTAMP = "batch.kubernetes.io/cronjob-scheduled-timestamp"
 #: the requeue lands this long after the schedule fires, so the sync sees the time as due (nextScheduleDelta)
@@ -74,7 +81,7 @@ def most_recent(schedule: Schedule, earliest: float, now: float, zone: tzinfo | 
 def scheduled_timestamp(seconds: float, zone: tzinfo | None) -> str:
     """RFC 3339 in the CronJob's zone (``Z`` for UTC), as the scheduled-timestamp annotation carries it."""
     stamp = _at(seconds, zone if zone is not None else datetime.now().astimezone().tzinfo).replace(microsecond=0)
-    if stamp.utcoffset() == timezone.utc.utcoffset(None):
+    if stamp.utcoffset() == UTC.utcoffset(None):
         return rfc3339(seconds)
     return stamp.isoformat()
 
@@ -210,7 +217,7 @@ class CronJobSync:
             return requeue, self.changed
         deadline = spec.get("startingDeadlineSeconds")
         if deadline is not None and scheduled + int(deadline) < self.now:
-            when = datetime.fromtimestamp(scheduled, timezone.utc).strftime("%a, %d %b %Y %H:%M:%S +0000")
+            when = datetime.fromtimestamp(scheduled, UTC).strftime("%a, %d %b %Y %H:%M:%S +0000")
             self._event("Warning", "MissSchedule", f"Missed scheduled time to start a job: {when}")
             return requeue, self.changed
         name = job_name(self.cj, scheduled)

@@ -31,7 +31,6 @@ from minik.controllers.pods import is_available, is_ready, pod_from_template
 from minik.controllers.replicaset import BURST_REPLICAS, slow_start
 from minik.informers import object_key
 
-
 FAILED_POD_BACKOFF = 1.0
 FAILED_POD_MAX_BACKOFF = 900.0
 

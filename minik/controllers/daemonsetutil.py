@@ -8,9 +8,17 @@ import copy
 import math
 from typing import Any
 
-from minik.api.placement import (TAINT_DISK_PRESSURE, TAINT_MEMORY_PRESSURE, TAINT_NETWORK_UNAVAILABLE,
-                                 TAINT_NOT_READY, TAINT_PID_PRESSURE, TAINT_UNREACHABLE, TAINT_UNSCHEDULABLE,
-                                 required_node_affinity_matches, untolerated_taint)
+from minik.api.placement import (
+    TAINT_DISK_PRESSURE,
+    TAINT_MEMORY_PRESSURE,
+    TAINT_NETWORK_UNAVAILABLE,
+    TAINT_NOT_READY,
+    TAINT_PID_PRESSURE,
+    TAINT_UNREACHABLE,
+    TAINT_UNSCHEDULABLE,
+    required_node_affinity_matches,
+    untolerated_taint,
+)
 from minik.controllers.base import Obj
 from minik.controllers.deploymentutil import template_hash
 

@@ -17,8 +17,15 @@ from minik.api.selectors import LabelSelector, selector_from_dict
 from minik.api.timestamps import parse_time
 from minik.client import Client
 from minik.controllers import deploymentutil as du
-from minik.controllers.base import (Controller, InformerFactory, Obj, Recorder, controller_ref, is_being_deleted,
-                                    owner_reference)
+from minik.controllers.base import (
+    Controller,
+    InformerFactory,
+    Obj,
+    Recorder,
+    controller_ref,
+    is_being_deleted,
+    owner_reference,
+)
 from minik.controllers.claims import claim, fresh_owner_check
 
 

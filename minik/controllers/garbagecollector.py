@@ -90,7 +90,7 @@ class GarbageCollector(Controller):
         if not uid:
             return
         self.nodes[uid] = (rt, object_key(obj))
-        owners = {r.get("uid") for r in _refs(obj) if r.get("uid")}
+        owners = {str(r["uid"]) for r in _refs(obj) if r.get("uid")}
         before = self._owners.get(uid, set())
         for gone in before - owners:
             self.dependents[gone].discard(uid)
@@ -184,7 +184,7 @@ class GarbageCollector(Controller):
         if solid:
             if not dangling and not waiting:
                 return
-            gone = {r.get("uid") for r in dangling + waiting}
+            gone = {str(r.get("uid")) for r in dangling + waiting}
             log.debug("removing references to owners that are gone", owners=sorted(gone))
             await self._patch_refs(item, [r for r in _refs(item) if r.get("uid") not in gone])
             return

@@ -455,7 +455,8 @@ class JobSync:
             if blocking:
                 taken |= {i for p in self.pods if is_being_deleted(p) for i in [ju.completion_index(p)]
                           if i is not None}
-            indexes = [i for i in range(self.completions or 0) if i not in taken][:missing]  # type: ignore[misc]
+            free = [i for i in range(self.completions or 0) if i not in taken]
+            indexes = list(free[:missing])
         else:
             indexes = [None] * missing
         created = await c.create_pods(self.key, job, indexes) if indexes else 0

@@ -31,7 +31,7 @@ DEADLINE_EXCEEDED = ("DeadlineExceeded", "Job was active longer than specified d
 def condition(job: Obj, type_: str) -> Obj | None:
     for c in (job.get("status") or {}).get("conditions") or []:
         if c.get("type") == type_:
-            return c  # type: ignore[no-any-return]
+            return c
     return None
 
 
@@ -185,7 +185,7 @@ class BackoffRecord:
     failures: int = 0
     last_failure: float | None = None
 
-    def after(self, succeeded: list[float], failed: list[float]) -> "BackoffRecord":
+    def after(self, succeeded: list[float], failed: list[float]) -> BackoffRecord:
         """The record once pods finished at these times (success resets it; failures after it count)."""
         if not succeeded:
             if not failed:

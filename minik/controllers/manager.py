@@ -205,7 +205,7 @@ CONTROLLERS: dict[str, ControllerFactory] = {
 }
 
 
-def _recorder(client: Client, name: str, host: str | None) -> "EventRecorder":
+def _recorder(client: Client, name: str, host: str | None) -> EventRecorder:
     from minik.events import EventRecorder
 
     return EventRecorder(client, f"{name}-controller", host)  # the source Kubernetes' controllers name

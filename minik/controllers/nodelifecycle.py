@@ -22,9 +22,16 @@ from dataclasses import dataclass
 from minik.aio import start_task
 from minik.aio.clock import Clock
 from minik.api.errors import StatusError
-from minik.api.placement import (TAINT_DISK_PRESSURE, TAINT_MEMORY_PRESSURE, TAINT_NETWORK_UNAVAILABLE,
-                                 TAINT_NOT_READY, TAINT_PID_PRESSURE, TAINT_UNREACHABLE, TAINT_UNSCHEDULABLE,
-                                 node_condition)
+from minik.api.placement import (
+    TAINT_DISK_PRESSURE,
+    TAINT_MEMORY_PRESSURE,
+    TAINT_NETWORK_UNAVAILABLE,
+    TAINT_NOT_READY,
+    TAINT_PID_PRESSURE,
+    TAINT_UNREACHABLE,
+    TAINT_UNSCHEDULABLE,
+    node_condition,
+)
 from minik.api.timestamps import parse_time, rfc3339
 from minik.client import JSON_PATCH, STRATEGIC_MERGE_PATCH, Client
 from minik.controllers.base import Controller, InformerFactory, Obj, Recorder
@@ -124,7 +131,7 @@ class NodeLifecycleController(Controller):
                   if (node_condition(node, type_) or {}).get("status") == status}
         if (node.get("spec") or {}).get("unschedulable"):
             wanted.add(TAINT_UNSCHEDULABLE)
-        present = {t.get("key") for t in _taints(node) if t.get("effect") == "NoSchedule" and
+        present = {str(t.get("key")) for t in _taints(node) if t.get("effect") == "NoSchedule" and
                    t.get("key") in NO_SCHEDULE_KEYS}
         add = [{"key": k, "effect": "NoSchedule"} for k in sorted(wanted - present)]
         remove = [{"key": k, "effect": "NoSchedule"} for k in sorted(present - wanted)]

@@ -29,10 +29,10 @@ def toleration_seconds(pod: Obj, taints: list[Obj]) -> float | None:
     tolerated, used = matching_tolerations(taints, (pod.get("spec") or {}).get("tolerations") or [])
     if not tolerated:
         return 0.0
-    limits = [t.get("tolerationSeconds") for t in used if t.get("tolerationSeconds") is not None]
+    limits = [float(t["tolerationSeconds"]) for t in used if t.get("tolerationSeconds") is not None]
     if not limits:
         return None
-    return max(0.0, float(min(limits)))
+    return max(0.0, min(limits))
 
 
 class TaintEvictionController(Controller):

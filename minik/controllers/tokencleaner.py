@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from minik.aio.clock import Clock
 from minik.api.errors import StatusError
+from minik.api.tokens import BOOTSTRAP_TYPE, NAMESPACE, read_bootstrap_secret
 from minik.client import Client
 from minik.controllers.base import Controller, InformerFactory, Obj, Recorder
-from minik.security.tokens import BOOTSTRAP_TYPE, NAMESPACE, read_bootstrap_secret
 
 
 def is_bootstrap_token(secret: Obj) -> bool:

@@ -37,7 +37,7 @@ class AgentSettings:
 
     tls: ssl.SSLContext
     """The server context of the kubelet's endpoint: the node's serving certificate, client certificates from
-    the cluster CA required (``minik.security.kubelet.serving_context``)."""
+    the cluster CA required (``minik.pki.kubelet.serving_context``)."""
 
     runtime: str = "auto"
     """docker, process, fake, or auto (docker when an engine answers, else process)."""

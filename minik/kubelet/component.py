@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 import re
 import socket
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Protocol
 
 import structlog
 
@@ -18,9 +19,6 @@ from minik.kubelet.agent import AgentSettings, NodeAgent
 from minik.kubelet.kubelet import Kubelet, KubeletSettings
 from minik.kubelet.node import NodeConfig, host_address, well_known_labels
 
-if TYPE_CHECKING:
-    from minik.cluster import ClusterSettings
-
 log = structlog.get_logger("minik.kubelet")
 
 FAKE_CAPACITY = {"cpu": "8", "memory": "32Gi", "ephemeral-storage": "100Gi", "pods": "110"}
@@ -28,6 +26,30 @@ FAKE_CAPACITY = {"cpu": "8", "memory": "32Gi", "ephemeral-storage": "100Gi", "po
 #: the kubelet the simulated nodes share: many pods on many nodes, so more workers; the fake runtime tells of every
 #: change, so no resync; and no container events, which at scale would outnumber everything else written
 FAKE_KUBELET = KubeletSettings(workers=16, resync_seconds=0.0, record_events=False)
+
+
+class NodeComponentSettings(Protocol):
+    """What the node component reads of the cluster's settings (``minik.cluster.ClusterSettings`` has it all; the
+    component does not import the cluster above it)."""
+
+    @property
+    def data_dir(self) -> Path: ...
+    @property
+    def disabled(self) -> frozenset[str]: ...
+    @property
+    def local_node(self) -> bool: ...
+    @property
+    def node_runtime(self) -> str: ...
+    @property
+    def kubelet(self) -> KubeletSettings | None: ...
+    @property
+    def fake_nodes(self) -> int: ...
+    @property
+    def fake_start_delay_seconds(self) -> float: ...
+    @property
+    def fake_kubelet(self) -> KubeletSettings | None: ...
+
+    def local_node_name(self) -> str: ...
 
 
 def default_node_name() -> str:
@@ -51,7 +73,7 @@ def fake_nodes(count: int, prefix: str = "fake-node") -> list[NodeConfig]:
     return nodes
 
 
-def own_node_names(settings: "ClusterSettings") -> frozenset[str]:
+def own_node_names(settings: NodeComponentSettings) -> frozenset[str]:
     """The nodes the node component of a cluster with ``settings`` runs (none when it is disabled): the local
     node and the simulated ones. No join is ever handed one of these names."""
     if "node" in settings.disabled:
@@ -63,7 +85,7 @@ def own_node_names(settings: "ClusterSettings") -> frozenset[str]:
 
 
 class NodeComponent:
-    def __init__(self, settings: "ClusterSettings", client: Client, control_plane: ControlPlane | None = None) -> None:
+    def __init__(self, settings: NodeComponentSettings, client: Client, control_plane: ControlPlane | None = None) -> None:
         """``control_plane``: the cluster's in-process components, which the local node shows as its static
         pods."""
         self.settings = settings
@@ -94,7 +116,7 @@ class NodeComponent:
         address = host_address()
         # the endpoint's serving certificate, from the cluster CA in DATA_DIR/pki (made off the event loop: key
         # generation and signing are CPU work)
-        from minik.security.kubelet import local_serving_context
+        from minik.pki.kubelet import local_serving_context
 
         tls = await asyncio.to_thread(local_serving_context, s.data_dir, name, (address,))
         agent = NodeAgent(self.client, AgentSettings(name, data_dir, tls, s.node_runtime, address=address,
@@ -117,5 +139,5 @@ class NodeComponent:
         self.kubelets.clear()
 
 
-def factory(settings: "ClusterSettings", client: Client) -> NodeComponent:
+def factory(settings: NodeComponentSettings, client: Client) -> NodeComponent:
     return NodeComponent(settings, client)

@@ -15,6 +15,7 @@ does a token the API will not give.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import math
 import re
@@ -241,7 +242,7 @@ class ContainerConfigs:
         if volume.get("hostPath"):
             path = Path(volume["hostPath"].get("path", "/"))
             if volume["hostPath"].get("type") in ("DirectoryOrCreate", None, ""):
-                path.mkdir(parents=True, exist_ok=True)
+                await asyncio.to_thread(path.mkdir, parents=True, exist_ok=True)
             return path
         root = self.pod_dir(uid) / "volumes" / volume["name"]
         root.mkdir(parents=True, exist_ok=True)

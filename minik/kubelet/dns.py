@@ -67,10 +67,10 @@ def _merge_options(base: list[str], extra: list[Obj]) -> list[str]:
     merged: dict[str, str] = {}
     for option in base:
         merged[option.partition(":")[0]] = option
-    for option in extra:
-        name = str(option.get("name") or "")
+    for entry in extra:
+        name = str(entry.get("name") or "")
         if name:
-            value = option.get("value")
+            value = entry.get("value")
             merged[name] = f"{name}:{value}" if value not in (None, "") else name
     return list(merged.values())
 

@@ -198,7 +198,8 @@ class PodWorkers:
         uid = pod["metadata"]["uid"]
         spec = pod.get("spec") or {}
         policy = spec.get("restartPolicy") or "Always"
-        if record is None or record.sandbox is None or not record.sandbox.running:
+        sandbox = record.sandbox if record is not None else None
+        if record is None or sandbox is None or not sandbox.running:
             state.acted = True
             if record is not None and record.containers:
                 await self.runtime.remove_pod(uid, 0)  # the sandbox died: start the pod over, as Kubernetes does
@@ -209,7 +210,6 @@ class PodWorkers:
                 return self.settings.backoff_initial_seconds
             meta = pod["metadata"]
             record = PodRecord(uid, meta.get("namespace", ""), meta["name"], spec.get("nodeName", ""), sandbox)
-        sandbox = record.sandbox
         for container in spec.get("initContainers") or []:
             latest = record.latest(container["name"])
             if latest is not None and latest.state == "exited" and latest.exit_code == 0:

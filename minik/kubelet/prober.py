@@ -119,8 +119,8 @@ class Prober:
                 view.not_ready.add(name)
             if liveness is not None and (uid, name, LIVENESS) in wanted and not liveness.result:
                 view.failed[name] = LIVENESS
-        for key in [k for k in self._workers if k[0] == uid and k not in wanted]:
-            await stop_task(self._workers.pop(key).task)
+        for worker_key in [k for k in self._workers if k[0] == uid and k not in wanted]:
+            await stop_task(self._workers.pop(worker_key).task)
         return view
 
     async def forget(self, uid: str) -> None:

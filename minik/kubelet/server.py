@@ -9,7 +9,7 @@
 The node's mirror pods (minik's in-process components, ``minik.kubelet.mirror``) have no container: their log is
 the component's own log lines (``minik.logtap``), and nothing can be run in them.
 
-It is served over TLS only (``minik.security.kubelet``): the node's serving certificate signed by the cluster CA,
+It is served over TLS only (``minik.pki.kubelet``): the node's serving certificate signed by the cluster CA,
 a client certificate from that CA required, and only admins' (the API server's ``apiserver-kubelet-client``,
 an admin's ``admin-client``) let through, on every path.
 """
@@ -31,7 +31,7 @@ from minik.api.params import non_negative_int
 from minik.api.podcontainers import resolve_container, waiting_reason
 from minik.controlplane import StaticPod
 from minik.kubelet.runtimes.base import ContainerInfo, ExecSession, PodRecord, Runtime, RuntimeFailure
-from minik.security.kubelet import access_middleware
+from minik.pki.kubelet import access_middleware
 
 log = structlog.get_logger("minik.kubelet.server")
 
@@ -51,7 +51,7 @@ def _flag(request: web.Request, name: str) -> bool:
 class KubeletServer:
     def __init__(self, runtime: Runtime, find_pod: Callable[[str, str], Obj | None],
                  ssl_context: ssl.SSLContext, static_pod: Callable[[Obj], StaticPod | None] | None = None) -> None:
-        """``ssl_context``: the node's serving context (``minik.security.kubelet.serving_context``), which asks
+        """``ssl_context``: the node's serving context (``minik.pki.kubelet.serving_context``), which asks
         every caller for a client certificate signed by the cluster CA. ``static_pod``: the component a mirror pod
         shows (None for any other pod)."""
         self.runtime = runtime
@@ -94,7 +94,7 @@ class KubeletServer:
     @web.middleware
     async def _statuses(self, request: web.Request, handler: Any) -> web.StreamResponse:
         try:
-            return await handler(request)  # type: ignore[no-any-return]
+            return await handler(request)
         except StatusError as exc:
             return _status(exc)
 

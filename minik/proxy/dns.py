@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import fcntl
+import functools
 import os
 import socket
 import struct
@@ -89,6 +90,10 @@ def _servfail(data: bytes) -> bytes | None:
     return reply.pack()
 
 
+def _same(protocol: _Once) -> _Once:
+    return protocol
+
+
 class _Once(asyncio.DatagramProtocol):
     """One UDP exchange with an upstream resolver."""
 
@@ -106,7 +111,7 @@ class _Once(asyncio.DatagramProtocol):
 
 
 class _UdpServer(asyncio.DatagramProtocol):
-    def __init__(self, server: "DnsServer") -> None:
+    def __init__(self, server: DnsServer) -> None:
         self.server = server
         self.transport: asyncio.DatagramTransport | None = None
 
@@ -198,7 +203,7 @@ class DnsServer:
             exchange: asyncio.DatagramTransport | None = None
             try:
                 protocol = _Once(data[:2])
-                exchange, _ = await loop.create_datagram_endpoint(lambda: protocol, remote_addr=upstream)
+                exchange, _ = await loop.create_datagram_endpoint(functools.partial(_same, protocol), remote_addr=upstream)
                 exchange.sendto(data)
                 answer = await asyncio.wait_for(protocol.answer, self.timeout_seconds)
             except (OSError, TimeoutError) as exc:

@@ -83,8 +83,8 @@ class Proxier:
         self.syncs += 1
         wanted = self.wanted()
         for key in [k for k, f in self.forwarders.items() if wanted.get(k) != f.port]:
-            forwarder = self.forwarders.pop(key)
-            await forwarder.close()
+            closing = self.forwarders.pop(key)
+            await closing.close()
             log.info("service port closed", service=str(key))
         for key, port in wanted.items():
             forwarder = self.forwarders.get(key)
@@ -114,7 +114,7 @@ class Proxier:
                  for key, f in self.forwarders.items() if f.portal_port and ":" not in f.port.cluster_ip]
         for service in self.services.list():
             meta, spec = service.get("metadata") or {}, service.get("spec") or {}
-            local_port = self.local.get((meta.get("namespace"), meta.get("name")))
+            local_port = self.local.get((str(meta.get("namespace") or ""), str(meta.get("name") or "")))
             cluster_ip = str(spec.get("clusterIP") or "")
             if local_port is None or not cluster_ip or cluster_ip == "None" or ":" in cluster_ip:
                 continue

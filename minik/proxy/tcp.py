@@ -26,7 +26,7 @@ log = structlog.get_logger("minik.proxy")
 BACKLOG = 1024
 
 
-def reset(transport: asyncio.BaseTransport) -> None:
+def reset(transport: asyncio.Transport) -> None:
     """Close a TCP connection with a reset (SO_LINGER 0), as a refused connection would end."""
     sock = transport.get_extra_info("socket")
     if sock is not None:
@@ -40,7 +40,7 @@ def reset(transport: asyncio.BaseTransport) -> None:
 class _Connection:
     """One proxied connection: the accepted client transport and, once connected, the endpoint's transport."""
 
-    def __init__(self, forwarder: "TcpForwarder") -> None:
+    def __init__(self, forwarder: TcpForwarder) -> None:
         self.forwarder = forwarder
         self.client: asyncio.Transport | None = None
         self.upstream: asyncio.Transport | None = None
@@ -142,7 +142,7 @@ class _Connection:
 
 
 class _ClientSide(asyncio.Protocol):
-    def __init__(self, forwarder: "TcpForwarder") -> None:
+    def __init__(self, forwarder: TcpForwarder) -> None:
         self.conn = _Connection(forwarder)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import functools
 import socket
 import struct
 import time
@@ -38,7 +39,7 @@ class Listener:
     """A UDP socket on ``(bind, port)`` that hands each datagram, its sender and the address it was sent to to
     ``forwarder.datagram``, and replies from that address."""
 
-    def __init__(self, forwarder: "UdpForwarder", bind: str, port: int) -> None:
+    def __init__(self, forwarder: UdpForwarder, bind: str, port: int) -> None:
         self.forwarder = forwarder
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
@@ -119,7 +120,7 @@ class _Session:
 
 
 class _Upstream(asyncio.DatagramProtocol):
-    def __init__(self, forwarder: "UdpForwarder", session: _Session) -> None:
+    def __init__(self, forwarder: UdpForwarder, session: _Session) -> None:
         self.forwarder = forwarder
         self.session = session
 
@@ -194,14 +195,14 @@ class UdpForwarder:
             session = self.sessions[key] = _Session(listener, client, local, endpoint)
             loop = asyncio.get_running_loop()
             # a connected UDP socket is made at once (no handshake), but through the loop's coroutine API
-            connect = loop.create_datagram_endpoint(lambda: _Upstream(self, session),
+            connect = loop.create_datagram_endpoint(functools.partial(_Upstream, self, session),
                                                     remote_addr=(endpoint.ip, endpoint.port))
             task = loop.create_task(connect, name="proxy udp session")
             self._connecting.add(task)  # awaited by close(); its outcome is handled by _made
-            task.add_done_callback(lambda t, s=session: self._made(t, s))
+            task.add_done_callback(functools.partial(self._made, session=session))
         session.send(data)
 
-    def _made(self, task: "asyncio.Task[Any]", session: _Session) -> None:
+    def _made(self, task: asyncio.Task[Any], session: _Session) -> None:
         self._connecting.discard(task)
         if task.cancelled() or task.exception() is not None:
             if not task.cancelled():

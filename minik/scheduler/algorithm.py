@@ -13,10 +13,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from minik.scheduler.framework import (ClusterView, Code, CycleState, FilterPlugin, NodeInfo, NodeList,
-                                       NormalizePlugin, PodInfo, PreFilterExtensions, PreFilterPlugin,
-                                       PreScorePlugin, ScorePlugin, Status, VectorFilterPlugin, VectorScorePlugin)
 from minik.scheduler.arrays import RowNodes
+from minik.scheduler.framework import (
+    ClusterView,
+    Code,
+    CycleState,
+    FilterPlugin,
+    NodeInfo,
+    NodeList,
+    NormalizePlugin,
+    PodInfo,
+    PreFilterExtensions,
+    PreFilterPlugin,
+    PreScorePlugin,
+    ScorePlugin,
+    Status,
+    VectorFilterPlugin,
+    VectorScorePlugin,
+)
 from minik.scheduler.plugins.registry import Profile
 
 if TYPE_CHECKING:

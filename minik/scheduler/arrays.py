@@ -9,7 +9,6 @@ updated), so the columns are always current. Plugins that can work on columns of
 from __future__ import annotations
 
 import functools
-
 import importlib
 import threading
 from collections.abc import Iterator, Sequence
@@ -73,7 +72,7 @@ class NodeArrays:
     """Columns: allocatable cpu (millicores) and memory, what is free of cpu, memory and pod slots, the non-zero
     requests used for scoring, and 0/1 flags (cordoned, NoSchedule/NoExecute taints, PreferNoSchedule taints)."""
 
-    def __init__(self, infos: list["NodeInfo"]) -> None:
+    def __init__(self, infos: list[NodeInfo]) -> None:
         self.size = len(infos)
         self.infos = infos
         self._objects: Any = None  # the infos as a numpy object array, for nodes_at
@@ -86,12 +85,12 @@ class NodeArrays:
         for row, info in enumerate(infos):
             info.attach(self, row)
 
-    def write(self, row: int, info: "NodeInfo") -> None:
+    def write(self, row: int, info: NodeInfo) -> None:
         self.data[row] = (info.alloc_milli_cpu, info.alloc_memory, info.free_milli_cpu, info.free_memory,
                           info.free_pods, info.non_zero_cpu, info.non_zero_memory, info.unschedulable,
                           info.has_hard_taints, info.has_soft_taints)
 
-    def nodes_at(self, rows: Ints) -> list["NodeInfo"]:
+    def nodes_at(self, rows: Ints) -> list[NodeInfo]:
         """The NodeInfos at ``rows``, in that order (one C-level gather instead of a Python loop)."""
         if self._objects is None:
             self._objects = np.empty(self.size, dtype=object)
@@ -148,7 +147,7 @@ class NodeArrays:
         for name in _DERIVED:
             self.__dict__.pop(name, None)
 
-    def detach(self, infos: list["NodeInfo"]) -> None:
+    def detach(self, infos: list[NodeInfo]) -> None:
         for info in infos:
             if info.arrays is self:
                 info.attach(None, -1)
@@ -165,7 +164,7 @@ class RowNodes(Sequence["NodeInfo"]):
         self._rows = rows
         self._list: list[NodeInfo] | None = None
 
-    def _all(self) -> list["NodeInfo"]:
+    def _all(self) -> list[NodeInfo]:
         if self._list is None:
             self._list = self._arrays.nodes_at(self._rows)
         return self._list
@@ -174,15 +173,15 @@ class RowNodes(Sequence["NodeInfo"]):
         return len(self._rows)
 
     @overload
-    def __getitem__(self, index: int) -> "NodeInfo": ...
+    def __getitem__(self, index: int) -> NodeInfo: ...
 
     @overload
-    def __getitem__(self, index: slice) -> list["NodeInfo"]: ...
+    def __getitem__(self, index: slice) -> list[NodeInfo]: ...
 
-    def __getitem__(self, index: int | slice) -> "NodeInfo | list[NodeInfo]":
+    def __getitem__(self, index: int | slice) -> NodeInfo | list[NodeInfo]:
         if isinstance(index, slice) or self._list is not None:
             return self._all()[index]
         return self._arrays.infos[int(self._rows[index])]
 
-    def __iter__(self) -> Iterator["NodeInfo"]:
+    def __iter__(self) -> Iterator[NodeInfo]:
         return iter(self._all())

@@ -16,7 +16,7 @@ from enum import IntEnum
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from minik.scheduler.arrays import NodeArrays
-from minik.scheduler.infos import (DEFAULT_SCHEDULER_NAME, HostPort, NodeInfo, NodeList, PodInfo, StaticNodes)
+from minik.scheduler.infos import DEFAULT_SCHEDULER_NAME, HostPort, NodeInfo, NodeList, PodInfo, StaticNodes
 
 if TYPE_CHECKING:
     from minik.scheduler.arrays import Ints, Mask
@@ -53,7 +53,7 @@ class Status:
     def message(self) -> str:
         return ", ".join(self.reasons)
 
-    def with_plugin(self, plugin: str) -> "Status":
+    def with_plugin(self, plugin: str) -> Status:
         return self if self.plugin == plugin else Status(self.code, self.reasons, plugin)
 
 
@@ -99,7 +99,7 @@ class CycleState(dict[str, Any]):
         self.active_filters: list[tuple[str, Any]] | None = None
         """The filters not skipped, as (name, filter): worked out once the pre-filters ran (Algorithm)."""
 
-    def clone(self) -> "CycleState":
+    def clone(self) -> CycleState:
         other = CycleState(self.nodes, self.cluster)
         other.skip_filters = set(self.skip_filters)
         other.active_filters = self.active_filters

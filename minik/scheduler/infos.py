@@ -195,7 +195,7 @@ class NodeInfo:
         if self.arrays is not None:
             self.arrays.write(self.row, self)
 
-    def attach(self, arrays: "NodeArrays | None", row: int) -> None:
+    def attach(self, arrays: NodeArrays | None, row: int) -> None:
         """Keep row ``row`` of ``arrays`` current from now on (None: stop)."""
         self.arrays, self.row = arrays, row
         if arrays is not None:
@@ -290,7 +290,7 @@ class NodeInfo:
         return sum(1 for p in self.pods.values() if p.namespace in namespaces and
                    not (skip_deleting and p.deleting) and selector.matches(p.labels))
 
-    def clone(self) -> "NodeInfo":
+    def clone(self) -> NodeInfo:
         """A copy whose pods can be added and removed without touching this one (preemption's what-ifs)."""
         other = NodeInfo(name=self.name)
         other.node, other.labels, other.taints = self.node, self.labels, self.taints

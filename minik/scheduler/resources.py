@@ -51,7 +51,7 @@ class Resource:
         self.scalar: dict[str, int] = scalar or {}
 
     @classmethod
-    def from_list(cls, amounts: Mapping[str, Any] | None) -> "Resource":
+    def from_list(cls, amounts: Mapping[str, Any] | None) -> Resource:
         r = cls()
         for name, value in (amounts or {}).items():
             r.set(name, value)
@@ -69,26 +69,26 @@ class Resource:
         elif is_scalar_resource(name):
             self.scalar[name] = quantity_value(value)
 
-    def add(self, other: "Resource", sign: int = 1) -> None:
+    def add(self, other: Resource, sign: int = 1) -> None:
         self.milli_cpu += sign * other.milli_cpu
         self.memory += sign * other.memory
         self.ephemeral_storage += sign * other.ephemeral_storage
         for name, value in other.scalar.items():
             self.scalar[name] = self.scalar.get(name, 0) + sign * value
 
-    def set_max(self, other: "Resource") -> None:
+    def set_max(self, other: Resource) -> None:
         self.milli_cpu = max(self.milli_cpu, other.milli_cpu)
         self.memory = max(self.memory, other.memory)
         self.ephemeral_storage = max(self.ephemeral_storage, other.ephemeral_storage)
         for name, value in other.scalar.items():
             self.scalar[name] = max(self.scalar.get(name, 0), value)
 
-    def same_as(self, other: "Resource") -> bool:
+    def same_as(self, other: Resource) -> bool:
         return self.milli_cpu == other.milli_cpu and self.memory == other.memory and \
             self.ephemeral_storage == other.ephemeral_storage and self.pods == other.pods and \
             self.scalar == other.scalar
 
-    def copy(self) -> "Resource":
+    def copy(self) -> Resource:
         return Resource(self.milli_cpu, self.memory, self.ephemeral_storage, self.pods, dict(self.scalar))
 
     def __repr__(self) -> str:

@@ -30,8 +30,16 @@ from minik.scheduler.framework import DEFAULT_SCHEDULER_NAME, PodInfo
 from minik.scheduler.objects import RESOURCES, ClusterObjects
 from minik.scheduler.plugins.registry import ProfileConfig, build_profile
 from minik.scheduler.preemption import Preemptor
-from minik.scheduler.queue import (ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, ASSIGNED_POD_UPDATE, NODE_ADD,
-                                   NODE_UPDATE, QueuedPod, QueueSettings, SchedulingQueue)
+from minik.scheduler.queue import (
+    ASSIGNED_POD_ADD,
+    ASSIGNED_POD_DELETE,
+    ASSIGNED_POD_UPDATE,
+    NODE_ADD,
+    NODE_UPDATE,
+    QueuedPod,
+    QueueSettings,
+    SchedulingQueue,
+)
 
 log = structlog.get_logger("minik.scheduler")
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from minik.api.selectors import NOT_IN, IN, LabelSelector, Requirement, selector_from_dict
+from minik.api.selectors import IN, NOT_IN, LabelSelector, Requirement, selector_from_dict
 
 if TYPE_CHECKING:
     from minik.scheduler.framework import PodInfo
@@ -39,7 +39,7 @@ class AffinityTerm:
     weight: int = 0
     """For preferred terms: the term's weight (1-100); 0 for required terms."""
 
-    def matches(self, pod: "PodInfo", namespace_labels: Mapping[str, str] | None) -> bool:
+    def matches(self, pod: PodInfo, namespace_labels: Mapping[str, str] | None) -> bool:
         """Whether ``pod`` (whose namespace carries ``namespace_labels``) is one of the pods the term selects."""
         return (pod.namespace in self.namespaces or self.namespace_selector.matches(namespace_labels)) and \
             self.selector.matches(pod.labels)

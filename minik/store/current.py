@@ -77,7 +77,7 @@ class CurrentState:
             changed = self._revision_changed
             try:
                 await asyncio.wait_for(changed.wait(), remaining)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     def apply(self, changed: dict[str, Record | None], deleted: dict[str, int], events: list[Event],

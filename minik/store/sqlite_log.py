@@ -40,7 +40,7 @@ class SqliteLog:
         self._write_lock = asyncio.Lock()
 
     @classmethod
-    async def open(cls, settings: StoreSettings) -> "SqliteLog":
+    async def open(cls, settings: StoreSettings) -> SqliteLog:
         """Open (or create) the file and its two connections, with the schema and the settings' pragmas."""
         settings.path.parent.mkdir(parents=True, exist_ok=True)
         writer: Writer = await (WriterProcess if settings.writer_process else WriteConnection).open(

@@ -61,10 +61,10 @@ class State:
 
     def irange(self, minimum: str, maximum: str, inclusive: tuple[bool, bool] = (True, True)) -> Iterator[str]:
         """The keys from ``minimum`` to ``maximum``, in order. Take them before the state changes again."""
-        return self._keys().irange(minimum, maximum, inclusive)  # type: ignore[no-any-return]
+        return self._keys().irange(minimum, maximum, inclusive)
 
     def bisect_left(self, key: str) -> int:
-        return self._keys().bisect_left(key)  # type: ignore[no-any-return]
+        return self._keys().bisect_left(key)
 
     def bisect_right(self, key: str) -> int:
-        return self._keys().bisect_right(key)  # type: ignore[no-any-return]
+        return self._keys().bisect_right(key)

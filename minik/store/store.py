@@ -58,7 +58,7 @@ class Store:
 
     # -- life cycle ----------------------------------------------------------------------------------------
     @classmethod
-    async def open(cls, settings: StoreSettings, *, compactor: bool = True) -> "Store":
+    async def open(cls, settings: StoreSettings, *, compactor: bool = True) -> Store:
         """Open (or create) the store file, load the current state, and start the writer and compactor."""
         backend = await SqliteLog.open(settings)
         try:

@@ -57,7 +57,7 @@ class Watcher:
     far behind (``overflowed`` is then True and the client must re-watch).
     """
 
-    def __init__(self, hub: "WatchHub", prefix: str, start_revision: int, buffer: int,
+    def __init__(self, hub: WatchHub, prefix: str, start_revision: int, buffer: int,
                  replay: AsyncIterator[list[Event]] | None, trigger: Trigger | None = None) -> None:
         self._hub = hub
         self.prefix = prefix
@@ -146,7 +146,7 @@ class Watcher:
                 await aclose()
         self._hub.replay_finished(self)
 
-    def __aiter__(self) -> "Watcher":
+    def __aiter__(self) -> Watcher:
         return self
 
     async def __anext__(self) -> Event:

@@ -25,11 +25,13 @@ from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from queue import SimpleQueue
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from minik.store.writer_child import frame, take_frames, transaction
 
 T = TypeVar("T")
+IsolationLevel = Literal["DEFERRED", "EXCLUSIVE", "IMMEDIATE"] | None
+"""sqlite3's isolation levels; None is autocommit mode, where the store runs its own BEGIN IMMEDIATE."""
 
 _Call = tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]
 Statements = list[tuple[str, tuple[Any, ...] | list[Any]]]
@@ -61,7 +63,7 @@ def _resolve(future: asyncio.Future[Any], result: Any, error: BaseException | No
 class WriteConnection:
     """Runs functions of a ``sqlite3.Connection`` in the connection's own thread, one at a time, in order."""
 
-    def __init__(self, path: Path, isolation_level: str | None) -> None:
+    def __init__(self, path: Path, isolation_level: IsolationLevel) -> None:
         self._path = path
         self._isolation_level = isolation_level
         self._calls: SimpleQueue[_Call | None] = SimpleQueue()
@@ -69,7 +71,7 @@ class WriteConnection:
         self._connection: sqlite3.Connection | None = None
 
     @classmethod
-    async def open(cls, path: Path, *, isolation_level: str | None) -> "WriteConnection":
+    async def open(cls, path: Path, *, isolation_level: IsolationLevel) -> WriteConnection:
         connection = cls(path, isolation_level)
         connection._thread.start()
         try:
@@ -190,13 +192,15 @@ class WriterProcess:
         self._channel = channel
 
     @classmethod
-    async def open(cls, path: Path, *, isolation_level: str | None) -> "WriterProcess":
+    async def open(cls, path: Path, *, isolation_level: str | None) -> WriterProcess:
         parent, child = socket.socketpair()
         try:
             # its own session: a Ctrl-C meant for minik must not kill the writer under a graceful stop
             # and only the environment SQLite reads: Python in isolated mode ignores the rest, and a large one (a
             # caller's own variables) could exceed what exec takes
-            process = subprocess.Popen([sys.executable, "-I", "-S", str(_CHILD), str(child.fileno())],
+            # a plain Popen, not asyncio's: the writer is polled and killed from the writer thread as well, and its
+            # start is a fork and exec that does not wait for the child
+            process = subprocess.Popen([sys.executable, "-I", "-S", str(_CHILD), str(child.fileno())],  # noqa: ASYNC220
                                        pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, start_new_session=True,
                                        env={k: v for k, v in os.environ.items() if k in _CHILD_ENVIRONMENT})
         except BaseException:

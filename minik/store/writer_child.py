@@ -13,11 +13,13 @@ import socket
 import sqlite3
 import struct
 import sys
+from collections.abc import Iterator
+from typing import Any
 
 _HEAD = struct.Struct(">I")
 
 
-def transaction(connection, statements):
+def transaction(connection: sqlite3.Connection, statements: list[tuple[str, Any]]) -> None:
     """``statements`` as one transaction on a connection in autocommit mode: a single statement is its own (SQLite
     takes the write lock, writes and commits, fsync included, in one step); several run between BEGIN IMMEDIATE and
     COMMIT, rolled back if one fails."""
@@ -37,13 +39,13 @@ def transaction(connection, statements):
     return None
 
 
-def frame(value):
+def frame(value: Any) -> bytes:
     """``value`` as a frame: its length, then its marshal encoding."""
     payload = marshal.dumps(value)
     return _HEAD.pack(len(payload)) + payload
 
 
-def take_frames(buffer):
+def take_frames(buffer: bytearray) -> Iterator[Any]:
     """The values of the whole frames at the front of ``buffer`` (a bytearray), removed from it as they are read."""
     while len(buffer) >= 4:
         (size,) = _HEAD.unpack_from(buffer)
@@ -54,11 +56,17 @@ def take_frames(buffer):
         yield value
 
 
-def _run(connection, operation, arguments):
+def _run(connection: sqlite3.Connection | None, operation: str, arguments: Any) -> sqlite3.Connection | None:
     """One operation on the connection; the connection it leaves (``connect`` makes it, ``close`` ends it)."""
     if operation == "connect":
         path, isolation_level = arguments
         return sqlite3.connect(path, isolation_level=isolation_level, check_same_thread=False)
+    if operation == "close":
+        if connection is not None:
+            connection.close()
+        return None
+    if connection is None:
+        raise ValueError(f"{operation!r} before 'connect'")
     if operation == "transaction":
         transaction(connection, arguments)
     elif operation == "execute":
@@ -68,17 +76,13 @@ def _run(connection, operation, arguments):
         connection.executescript(arguments).close()
     elif operation == "commit":
         connection.commit()
-    elif operation == "close":
-        if connection is not None:
-            connection.close()
-        return None
     else:
-        raise ValueError("unknown operation %r" % (operation,))
+        raise ValueError(f"unknown operation {operation!r}")
     return connection
 
 
-def _serve(sock):
-    connection = None
+def _serve(sock: socket.socket) -> None:
+    connection: sqlite3.Connection | None = None
     buffer = bytearray()
     while True:
         data = sock.recv(1 << 20)
@@ -89,7 +93,7 @@ def _serve(sock):
         for operation, arguments in take_frames(buffer):
             try:
                 connection = _run(connection, operation, arguments)
-                reply = (True, None)
+                reply: tuple[bool, Any] = (True, None)
             except Exception as exc:  # answered to the parent, which raises it there
                 reply = (False, (type(exc).__name__, str(exc)))
             replies.append(frame(reply))
@@ -97,7 +101,7 @@ def _serve(sock):
             sock.sendall(b"".join(replies))
 
 
-def main():
+def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops it, by closing the socket
     sock = socket.socket(fileno=int(sys.argv[1]))
     try:

@@ -21,7 +21,7 @@ from minik.api.errors import StatusError, already_exists, conflict, not_found
 from minik.api.registry import Registry, ResourceType
 from minik.api.timestamps import now_rfc3339
 from minik.apiserver.patch import json_patch, merge_patch, strategic_merge_patch
-from minik.client import JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, Client, Response, Resource, StreamedResponse
+from minik.client import JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, Client, Resource, Response, StreamedResponse
 from minik.controllers.base import InformerFactory
 from minik.informers import Informer, Transform, object_key
 

@@ -189,7 +189,7 @@ class ClusterThread:
         finally:
             await self.cluster.stop()
 
-    def __enter__(self) -> "ClusterThread":
+    def __enter__(self) -> ClusterThread:
         self._thread.start()
         self._ready.wait(60)
         if self._error is not None:

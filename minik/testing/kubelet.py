@@ -67,7 +67,7 @@ class FakeKubelet:
         self.paused = False
         self._task: asyncio.Task[None] | None = None
 
-    async def __aenter__(self) -> "FakeKubelet":
+    async def __aenter__(self) -> FakeKubelet:
         self._task = start_task(self._run(), name="fake kubelet")
         return self
 

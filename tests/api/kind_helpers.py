@@ -10,7 +10,6 @@ from minik.api.errors import Cause
 from minik.api.registry import ResourceType
 from minik.api.resources import REGISTRY
 
-
 Obj = dict[str, Any]
 
 

@@ -9,11 +9,10 @@ import base64
 import copy
 
 import pytest
-
 from kind_helpers import Obj, create, created, fields_of, resource, update
+
 from minik.api.errors import Cause
 from minik.api.resources import REGISTRY
-
 
 # -- the registry ------------------------------------------------------------------------------------------------
 

@@ -6,11 +6,10 @@ import copy
 from typing import Any
 
 import pytest
-
 from kind_helpers import Obj, container, create, created, fields_of, pod, resource, update
+
 from minik.api.errors import Cause
 from minik.api.kinds.pods import POD_UPDATE_FORBIDDEN, assign_pod
-
 
 # -- pods ---------------------------------------------------------------------------------------------------------
 

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from minik.api.selectors import (FieldSelector, LabelSelector, Requirement, escape_field_value,
-                                 parse_field_selector, parse_label_selector, selector_from_dict, selector_from_set)
+from minik.api.selectors import (
+    FieldSelector,
+    LabelSelector,
+    Requirement,
+    escape_field_value,
+    parse_field_selector,
+    parse_label_selector,
+    selector_from_dict,
+    selector_from_set,
+)
 
 WEB = {"app": "web", "tier": "frontend", "replicas": "3"}
 

@@ -6,10 +6,9 @@ import copy
 from typing import Any
 
 import pytest
-
 from kind_helpers import Obj, create, created, fields_of, resource, template, update, workload
-from minik.api.errors import Cause
 
+from minik.api.errors import Cause
 
 # -- replication controllers and apps/v1 ----------------------------------------------------------------------------
 

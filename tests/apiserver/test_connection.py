@@ -73,7 +73,7 @@ def without_cyclic_collector() -> Iterator[None]:
             gc.enable()
 
 
-async def the_connection(cluster: Cluster) -> "weakref.ref[HttpConnection]":
+async def the_connection(cluster: Cluster) -> weakref.ref[HttpConnection]:
     """The server's protocol object of the one connection open to ``cluster``, once it has been made."""
     listener = cluster._listener
     assert listener is not None
@@ -85,7 +85,7 @@ async def the_connection(cluster: Cluster) -> "weakref.ref[HttpConnection]":
     raise AssertionError("the connection was not made")
 
 
-async def freed(ref: "weakref.ref[HttpConnection]", seconds: float = 3.0) -> bool:
+async def freed(ref: weakref.ref[HttpConnection], seconds: float = 3.0) -> bool:
     for _ in range(int(seconds / 0.01)):
         if ref() is None:
             return True

@@ -34,7 +34,7 @@ def test_fuzzed_requests_to_every_route_never_get_a_5xx_and_rejected_ones_store_
 
 
 async def test_a_lone_surrogate_in_a_yaml_body_is_replaced_not_a_500(http: ApiHttp) -> None:
-    body = 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: "\\ud800"}\n'.encode()
+    body = b'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: "\\ud800"}\n'
     status, answer = await http.call("POST", "/api/v1/namespaces/default/configmaps", data=body,
                                      content_type="application/yaml")
     assert (status, answer["reason"]) == (422, "Invalid")

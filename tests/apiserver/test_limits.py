@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 import aiohttp
 import pytest
 
+from minik.apiserver.auth.credentials import mint
 from minik.apiserver.limits import Limits
 from minik.apiserver.request import User
 from minik.cluster import COMPONENTS, Cluster, ClusterSettings
-from minik.security.credentials import mint
 
 if TYPE_CHECKING:
     from conftest import ApiHttp

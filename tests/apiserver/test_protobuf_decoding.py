@@ -7,12 +7,24 @@ import base64
 from typing import Any
 
 import pytest
-from protobuf_wire import KUBECTL_CREATE_NAMESPACE, encode_object, entry, envelope, fixed64, metadata, num, packed, raw, sub, text, varint
+from protobuf_wire import (
+    KUBECTL_CREATE_NAMESPACE,
+    encode_object,
+    entry,
+    envelope,
+    fixed64,
+    metadata,
+    num,
+    packed,
+    raw,
+    sub,
+    text,
+    varint,
+)
 
 from minik.api import schema
 from minik.apiserver import protobuf
 from minik.apiserver.protobuf import ProtobufError, decode, go_duration
-
 
 
 def test_the_body_kubectl_sends_for_create_namespace_decodes_to_the_json_it_means() -> None:

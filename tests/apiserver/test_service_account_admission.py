@@ -11,9 +11,9 @@ import pytest
 
 from minik.api.errors import StatusError
 from minik.apiserver.admission.service_account import ServiceAccount
+from minik.apiserver.auth.credentials import client_ssl_context
 from minik.client import Client
 from minik.cluster import COMPONENTS, Cluster, ClusterSettings
-from minik.security.credentials import client_ssl_context
 from minik.testing.namespaces import create_namespace
 
 MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -181,9 +181,9 @@ async def test_default_is_waited_for_a_moment_since_its_controller_makes_it_just
     account appears during the plugin's first pause (its pauses are the plugin's own, so no time is guessed)."""
     from minik.api.resources import REGISTRY
     from minik.apiserver.admission.base import Attributes, ObjectReader
+    from minik.apiserver.auth.authn import TokenAuthenticator
     from minik.apiserver.authorization import AuthorizerChain, PrivilegedGroups
     from minik.apiserver.request import User
-    from minik.security.authn import TokenAuthenticator
     from minik.apiserver.server import ApiServer
     from minik.store import Store, StoreSettings
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -18,7 +18,7 @@ NOW = 1_700_000_000.0
 
 
 def ago(seconds: float) -> str:
-    return datetime.fromtimestamp(NOW - seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(NOW - seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def cells(kind: str, obj: dict[str, Any]) -> list[Any]:

@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from click.testing import Result
 from cli_helpers import Invoke, invoke_cli
+from click.testing import Result
 
 from minik.client import Client
 from minik.cluster import Cluster

@@ -8,10 +8,10 @@ from pathlib import Path
 from textwrap import dedent
 
 import pytest
+from cli_helpers import Invoke, kubectl
 
 from minik.cli.apply import LAST_APPLIED, three_way_patch
 from minik.client import Client
-from cli_helpers import Invoke, kubectl
 
 DEPLOYMENT = dedent("""\
     apiVersion: apps/v1

@@ -14,7 +14,6 @@ from cli_helpers import Invoke, minik_command, subprocess_env
 from minik.api.resources import REGISTRY
 from minik.cli.get import TablePrinter, rows_of
 from minik.client import Client
-from minik.cluster import Cluster
 from minik.testing.namespaces import create_namespace
 
 

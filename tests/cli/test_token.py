@@ -16,7 +16,7 @@ import yaml
 from cli_helpers import minik_command, subprocess_env
 
 from minik.kubeconfig import endpoint as kubeconfig_endpoint
-from minik.security.join import JoinError, join_cluster
+from minik.kubelet.join import JoinError, join_cluster
 
 JOIN = re.compile(r"minik node join --server (\S+) --token (\S+) --ca-hash (sha256:[0-9a-f]{64})")
 

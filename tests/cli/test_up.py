@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
 from cli_helpers import api_request as http
 from cli_helpers import minik_command, subprocess_env
 from cli_helpers import run_minik as run
+from click.testing import CliRunner
 
 from minik.cli import cli
 from minik.kubeconfig import endpoint as kubeconfig_endpoint

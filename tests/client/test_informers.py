@@ -12,8 +12,7 @@ import pytest
 from minik.aio import Backoff
 from minik.client import Client
 from minik.cluster import Cluster
-from minik.informers import (NODE_NAME_INDEX, Informer, SharedLines, SharedObjects, by_node_name, object_key,
-                             split_key)
+from minik.informers import NODE_NAME_INDEX, Informer, SharedLines, SharedObjects, by_node_name, object_key, split_key
 from minik.testing.clock import FakeClock
 
 

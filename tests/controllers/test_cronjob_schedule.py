@@ -38,7 +38,7 @@ async def test_a_cronjob_every_minute_creates_a_job_each_minute(api: Client, clo
     await api.create("cronjobs", cronjob("single", "Forbid"), "default")
     for minute in (1, 2, 3):
         clock.step(60)
-        made = await eventually(lambda: jobs_of(api, "tick", minute))
+        made = await eventually(lambda minute=minute: jobs_of(api, "tick", minute))
     names = sorted(j["metadata"]["name"] for j in made)
     minutes = [int(n.rsplit("-", 1)[1]) for n in names]
     assert minutes == [minutes[0], minutes[0] + 1, minutes[0] + 2]

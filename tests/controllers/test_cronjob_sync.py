@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from objects import meta, ref, template
@@ -14,7 +14,7 @@ from minik.testing.clock import FakeClock
 from minik.testing.controllers import RecordingClient, StaticInformerFactory
 
 #: a whole minute, so schedule arithmetic in the tests is easy to read
-MINUTE = datetime(2024, 5, 1, 12, 0, tzinfo=timezone.utc).timestamp()
+MINUTE = datetime(2024, 5, 1, 12, 0, tzinfo=UTC).timestamp()
 
 
 def cronjob(schedule: str = "* * * * *", *, created: float = MINUTE - 30, **spec: Any) -> dict:
@@ -121,7 +121,7 @@ async def test_a_suspended_cronjob_starts_nothing() -> None:
 
 
 async def test_the_schedule_is_read_in_the_time_zone() -> None:
-    nine_tokyo = datetime(2024, 5, 2, 0, 0, tzinfo=timezone.utc).timestamp()  # 09:00 in Tokyo
+    nine_tokyo = datetime(2024, 5, 2, 0, 0, tzinfo=UTC).timestamp()  # 09:00 in Tokyo
     h = Harness(cronjob("0 9 * * *", timeZone="Asia/Tokyo", created=nine_tokyo - 3600), now=nine_tokyo + 2)
     await h.sync()
     [create] = h.client.writes("create", "jobs")

@@ -16,11 +16,11 @@ from controller_helpers import eventually
 
 from minik import kubeconfig
 from minik.api.errors import StatusError
+from minik.apiserver.auth.credentials import client_ssl_context
 from minik.client import Client
 from minik.cluster import COMPONENTS, Cluster, ClusterSettings
 from minik.controllers.manager import ControllerSettings
 from minik.controllers.rootcacertpublisher import DESCRIPTION
-from minik.security.credentials import client_ssl_context
 
 
 async def secure_cluster(data_dir: Path, disabled: frozenset[str]) -> Cluster:
@@ -61,7 +61,7 @@ async def test_every_namespace_gets_the_cluster_ca_and_gets_it_back_when_deleted
     ca = cluster.credentials.ca_pem.decode()
     await admin.create("namespaces", {"metadata": {"name": "team"}})
     for namespace in ("default", "kube-system", "kube-public", "kube-node-lease", "team"):
-        configmap = await eventually(lambda: published(admin, namespace))
+        configmap = await eventually(lambda namespace=namespace: published(admin, namespace))
         assert configmap["data"] == {"ca.crt": ca}
         assert configmap["metadata"]["annotations"] == {"kubernetes.io/description": DESCRIPTION}
 

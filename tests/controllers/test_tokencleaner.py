@@ -6,8 +6,8 @@ import datetime
 
 from controller_helpers import eventually
 
+from minik.api.tokens import bootstrap_secret
 from minik.client import Client
-from minik.security.tokens import bootstrap_secret
 
 
 async def test_an_expired_join_token_is_deleted_and_a_lasting_one_stays(api: Client) -> None:

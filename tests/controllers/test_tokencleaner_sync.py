@@ -6,12 +6,12 @@ import datetime
 
 from objects import T0
 
+from minik.api.tokens import bootstrap_secret
 from minik.controllers.tokencleaner import TokenCleaner
-from minik.security.tokens import bootstrap_secret
 from minik.testing.clock import FakeClock
 from minik.testing.controllers import RecordingClient, StaticInformerFactory
 
-START = datetime.datetime.fromtimestamp(T0, datetime.timezone.utc)
+START = datetime.datetime.fromtimestamp(T0, datetime.UTC)
 
 
 def token(token_id: str, ttl_seconds: float | None, **changes: object) -> dict:

@@ -11,7 +11,6 @@ import yaml
 
 from minik.testing.namespaces import default_service_account, service_accounts_path
 
-
 PODS = "/api/v1/namespaces/default/pods"
 
 

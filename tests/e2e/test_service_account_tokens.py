@@ -18,13 +18,13 @@ import aiodocker
 import pytest
 
 from minik.api.errors import StatusError
+from minik.apiserver.auth.credentials import client_ssl_context
 from minik.client import Client
 from minik.cluster import Cluster, ClusterSettings
 from minik.kubelet.runtimes.images import PYTHON_KUBERNETES_IMAGE
 from minik.kubelet.runtimes.pythonimage import ensure_python_image
 from minik.kubelet.runtimes.select import kubelet_id
 from minik.proxy import NodeProxy
-from minik.security.credentials import client_ssl_context
 from tests.kubelet.docker_helpers import remove_containers
 from tests.kubelet.helpers import phase, wait_for_pod, wait_gone
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import aiodocker
 
+from minik.api import tokens
 from minik.client import Client
 from minik.cluster import Cluster
 from minik.kubelet.runtimes.select import kubelet_id
-from minik.security import tokens
 from tests.kubelet.docker_helpers import remove_containers
 
 

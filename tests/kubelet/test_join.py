@@ -12,12 +12,12 @@ from pathlib import Path
 
 import aiodocker
 
+from minik.api import tokens
 from minik.api.errors import StatusError
 from minik.client import Client
 from minik.cluster import Cluster, ClusterSettings
 from minik.kubelet.component import NodeComponent
 from minik.kubelet.runtimes.select import kubelet_id
-from minik.security import tokens
 from tests.kubelet.docker_helpers import NODE, ROOT_CA_ONLY, DockerNode, busybox, docker_cluster, remove_containers
 from tests.kubelet.helpers import condition, container_state, phase, pod_manifest, wait_for_pod, wait_gone
 from tests.kubelet.join_helpers import ca_hash, join_command, join_token, joined_node, start_join, stop_join

@@ -12,8 +12,8 @@ import pytest
 
 from minik.api.errors import StatusError
 from minik.cluster import Cluster
-from minik.security import kubelet
-from tests.kubelet.docker_helpers import NODE, ROOT_CA_ONLY, busybox, docker_cluster
+from minik.pki import kubelet
+from tests.kubelet.docker_helpers import NODE, busybox, docker_cluster
 from tests.kubelet.helpers import phase, pod_manifest, wait_for_pod
 
 

@@ -12,7 +12,6 @@ import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import pytest
 import structlog
 
 from minik.client import Client

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from minik.api.errors import StatusError
+from minik.apiserver.auth.credentials import client_ssl_context
 from minik.client import Client
 from minik.cluster import COMPONENTS, Cluster, ClusterSettings
 from minik.kubelet.containers import ContainerConfigs
 from minik.kubelet.runtimes.base import RuntimeFailure
 from minik.kubelet.tokens import MAX_AGE_SECONDS, Token, TokenManager, read_token, refresh_after
-from minik.security.credentials import client_ssl_context
 from minik.testing.clock import FakeClock
 
 MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"

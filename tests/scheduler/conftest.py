@@ -11,7 +11,6 @@ import pytest
 
 from minik.client import Client
 from minik.cluster import COMPONENTS, Cluster, ClusterSettings
-
 from tests.scheduler.helpers import SimulatedNodes
 
 

@@ -10,7 +10,6 @@ import pytest
 from minik.scheduler.algorithm import Algorithm, Diagnosis, FitError, num_feasible_nodes_to_find
 from minik.scheduler.framework import SUCCESS, CycleState, NodeInfo, PodInfo, StaticNodes, Status, unschedulable
 from minik.scheduler.plugins.registry import Profile, build_profile
-
 from tests.scheduler.helpers import node_info, pod_info, pod_object
 
 GPU = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}

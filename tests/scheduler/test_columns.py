@@ -18,7 +18,6 @@ from minik.scheduler.plugins.balanced_allocation import BalancedAllocation
 from minik.scheduler.plugins.node_resources_fit import LEAST_ALLOCATED, MOST_ALLOCATED, NodeResourcesFit
 from minik.scheduler.plugins.node_unschedulable import NodeUnschedulable
 from minik.scheduler.plugins.taint_toleration import TaintToleration
-
 from tests.scheduler.helpers import node_info, pod_info, pod_object
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -138,4 +137,4 @@ def test_a_lazy_module_imports_once_and_keeps_what_it_gave() -> None:
     assert lazy.loaded and lazy.load() is sys.modules["json"]
     assert lazy.dumps is dumps and "dumps" in vars(lazy)
     with pytest.raises(AttributeError):
-        lazy.no_such_function
+        _ = lazy.no_such_function

@@ -14,10 +14,16 @@ import pytest
 
 from minik.client import Client
 from minik.cluster import Cluster
-
 from tests.access import admin_kubeconfig
-from tests.scheduler.helpers import (SimulatedNodes, events_for, node_of, pod_object, simulated_node, wait_bound,
-                                     wait_for)
+from tests.scheduler.helpers import (
+    SimulatedNodes,
+    events_for,
+    node_of,
+    pod_object,
+    simulated_node,
+    wait_bound,
+    wait_for,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 COST = "example.com/hourly-cost"

@@ -9,7 +9,6 @@ from click.testing import CliRunner
 from minik.cli import cli
 from minik.client import Client
 from minik.cluster import Cluster
-
 from tests.access import admin_kubeconfig
 from tests.scheduler.helpers import SimulatedNodes, pod_object, simulated_node, wait_bound
 

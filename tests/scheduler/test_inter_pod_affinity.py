@@ -9,7 +9,6 @@ import pytest
 
 from minik.scheduler.objects import ClusterObjects
 from minik.scheduler.plugins.inter_pod_affinity import InterPodAffinity
-
 from tests.scheduler.helpers import filter_results, node_info, pod_info, pod_object, score_results
 
 HOST, ZONE = "kubernetes.io/hostname", "topology.kubernetes.io/zone"

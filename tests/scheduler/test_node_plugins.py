@@ -12,7 +12,6 @@ from minik.scheduler.plugins.node_name import NodeName
 from minik.scheduler.plugins.node_ports import NodePorts
 from minik.scheduler.plugins.node_unschedulable import NodeUnschedulable
 from minik.scheduler.plugins.taint_toleration import TaintToleration
-
 from tests.scheduler.helpers import filter_results, node_info, pod_info, pod_object, score_results
 
 GPU = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}

@@ -7,9 +7,14 @@ from collections import Counter
 from typing import Any
 
 from minik.client import Client
-
-from tests.scheduler.helpers import (SimulatedNodes, pod_object, scheduled_condition, simulated_node, wait_bound,
-                                     wait_for)
+from tests.scheduler.helpers import (
+    SimulatedNodes,
+    pod_object,
+    scheduled_condition,
+    simulated_node,
+    wait_bound,
+    wait_for,
+)
 
 HOST, ZONE = "kubernetes.io/hostname", "topology.kubernetes.io/zone"
 

@@ -10,7 +10,6 @@ import pytest
 from minik.scheduler.framework import PodInfo
 from minik.scheduler.objects import ClusterObjects
 from minik.scheduler.plugins.pod_topology_spread import PodTopologySpread
-
 from tests.scheduler.helpers import filter_results, node_info, pod_info, pod_object, score_results
 
 HOST, ZONE = "kubernetes.io/hostname", "topology.kubernetes.io/zone"

@@ -11,7 +11,6 @@ from minik.scheduler.algorithm import Algorithm, Diagnosis, FitError
 from minik.scheduler.framework import NodeInfo, PodInfo, StaticNodes
 from minik.scheduler.plugins.registry import build_profile
 from minik.scheduler.preemption import find_victims, num_candidates
-
 from tests.scheduler.helpers import node_info, pod_info, pod_object
 
 HOST = "kubernetes.io/hostname"

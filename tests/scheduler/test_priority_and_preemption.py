@@ -6,9 +6,15 @@ from __future__ import annotations
 
 from minik.client import Client
 from minik.cluster import Cluster
-
-from tests.scheduler.helpers import (SimulatedNodes, events_for, pod_object, scheduled_condition, simulated_node,
-                                     wait_bound, wait_for)
+from tests.scheduler.helpers import (
+    SimulatedNodes,
+    events_for,
+    pod_object,
+    scheduled_condition,
+    simulated_node,
+    wait_bound,
+    wait_for,
+)
 
 
 async def priority_classes(api: Client) -> None:

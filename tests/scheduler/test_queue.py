@@ -3,10 +3,8 @@ unschedulable pool that events (or 60 s) empty."""
 
 from __future__ import annotations
 
-from minik.scheduler.queue import (ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, NODE_ADD, QueueSettings,
-                                   SchedulingQueue)
+from minik.scheduler.queue import ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, NODE_ADD, QueueSettings, SchedulingQueue
 from minik.testing.clock import FakeClock
-
 from tests.scheduler.helpers import pod_info
 
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from minik.scheduler.framework import PodInfo
 from minik.scheduler.plugins.balanced_allocation import BalancedAllocation
 from minik.scheduler.plugins.node_resources_fit import MOST_ALLOCATED, NodeResourcesFit
-from minik.scheduler.framework import PodInfo
-
 from tests.scheduler.helpers import filter_results, node_info, pod_info, pod_object, score_results
 
 

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 from minik.cluster import Cluster
-
 from tests.access import admin_kubeconfig
 from tests.scheduler.helpers import SimulatedNodes, node_of, pod_object, simulated_node, wait_bound
 

@@ -9,9 +9,16 @@ import asyncio
 from minik.client import Client
 from minik.cluster import Cluster
 from minik.scheduler import Scheduler, SchedulerSettings
-
-from tests.scheduler.helpers import (SimulatedNodes, events_for, node_of, pod_object, scheduled_condition,
-                                     simulated_node, wait_bound, wait_for)
+from tests.scheduler.helpers import (
+    SimulatedNodes,
+    events_for,
+    node_of,
+    pod_object,
+    scheduled_condition,
+    simulated_node,
+    wait_bound,
+    wait_for,
+)
 
 GPU_TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 

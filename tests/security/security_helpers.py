@@ -9,10 +9,10 @@ from pathlib import Path
 
 import aiohttp
 
+from minik.api import tokens
 from minik.client import Client
 from minik.cluster import Cluster
-from minik.security import tokens
-from minik.security.join import JoinedNode, join
+from minik.kubelet.join import JoinedNode, join
 
 
 def ca_context(cluster: Cluster) -> ssl.SSLContext:

@@ -11,9 +11,9 @@ import pytest
 from security_helpers import connect, raw
 
 from minik.api.errors import StatusError
+from minik.apiserver.auth import authz
 from minik.client import TransportError
 from minik.cluster import Cluster
-from minik.security import authz
 
 
 async def test_a_request_without_a_token_is_401_but_health_and_version_are_public(secure: Cluster) -> None:
@@ -105,7 +105,7 @@ async def test_a_token_with_a_trailing_newline_is_not_the_token(secure: Cluster)
     """``$`` matches before a final newline; a token must be matched whole, however its pattern is used."""
     from security_helpers import make_token
 
-    from minik.security import tokens
+    from minik.api import tokens
 
     async with connect(secure, secure.admin_token) as admin:
         token = await make_token(admin)

@@ -17,7 +17,7 @@ from test_kubectl_https import kubectl
 from minik import kubeconfig
 from minik.client import Client
 from minik.cluster import Cluster
-from minik.security.ca import CertificateAuthority
+from minik.pki.ca import CertificateAuthority
 
 
 def minik(*args: str) -> subprocess.CompletedProcess[str]:

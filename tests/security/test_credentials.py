@@ -11,7 +11,7 @@ from cryptography import x509
 from security_helpers import connect
 
 from minik.cluster import COMPONENTS, Cluster, ClusterSettings
-from minik.security.ca import subject_names
+from minik.pki.ca import subject_names
 
 
 def settings(data: Path, **extra: object) -> ClusterSettings:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from security_helpers import raw
 
+from minik.apiserver.auth.credentials import mint
 from minik.apiserver.request import User
 from minik.client import Client
 from minik.cluster import Cluster
-from minik.security.credentials import mint
 
 WHOAMI = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
 

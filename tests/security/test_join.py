@@ -13,12 +13,12 @@ import pytest
 from aiohttp import web
 from security_helpers import ca_hash, make_token
 
+from minik.api import tokens
 from minik.api.errors import StatusError
 from minik.client import Client
 from minik.cluster import Cluster
-from minik.security import tokens
-from minik.security.ca import CertificateAuthority
-from minik.security.join import JoinError, join, join_cluster, parse_join_token
+from minik.kubelet.join import JoinError, join, join_cluster, parse_join_token
+from minik.pki.ca import CertificateAuthority
 
 
 async def test_a_join_with_the_right_ca_hash_gets_the_node_its_own_credential(secure: Cluster, admin: Client,
@@ -69,7 +69,7 @@ async def test_a_restarted_node_uses_its_saved_credential_without_a_token(secure
 async def impostor(tmp_path: Path) -> AsyncIterator[tuple[str, list[dict[str, str]]]]:
     """An HTTPS server with a CA of its own that serves a cluster-info like the real one and records every
     request it gets: what a man in the middle would see."""
-    from minik.security.joinserver import cluster_info
+    from minik.joinserver import cluster_info
 
     ca = CertificateAuthority.create("impostor-ca")
     issued = ca.issue("impostor", names=("127.0.0.1", "localhost"), server=True)
@@ -116,7 +116,7 @@ async def test_a_wrong_ca_hash_refuses_before_the_token_is_sent(secure: Cluster,
 
 
 async def test_an_expired_join_token_is_refused(secure: Cluster, admin: Client, tmp_path: Path) -> None:
-    long_ago = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=2)
+    long_ago = datetime.datetime.now(datetime.UTC) - datetime.timedelta(days=2)
     token = await make_token(admin, "node", datetime.timedelta(days=1), now=long_ago)
     with pytest.raises(JoinError, match="unknown, expired or revoked"):
         await join(secure.url, token, ca_hash(secure), "worker-1", tmp_path / "node")

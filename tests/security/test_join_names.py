@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from security_helpers import ca_hash, connect, make_token, raw
 
+from minik.api import tokens
 from minik.client import Client
 from minik.cluster import COMPONENTS, Cluster, ClusterSettings
 from minik.kubelet.component import NodeComponent
-from minik.security import tokens
-from minik.security.join import JoinError, join
+from minik.kubelet.join import JoinError, join
 from tests.kubelet.helpers import phase, pod_manifest, wait_for_pod
 
 LOCAL = "control-plane-node"

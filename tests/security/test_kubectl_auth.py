@@ -14,9 +14,9 @@ from security_helpers import connect
 from test_kubectl_https import kubectl
 
 from minik import kubeconfig
+from minik.apiserver.auth.credentials import mint
 from minik.apiserver.request import User
 from minik.cluster import Cluster
-from minik.security.credentials import mint
 
 
 def config_for(cluster: Cluster, tmp_path: Path, token: str, name: str) -> Path:

@@ -12,8 +12,8 @@ import pytest
 from aiohttp import web
 
 from minik.cluster import Cluster
-from minik.security import kubelet
-from minik.security.ca import CertificateAuthority
+from minik.pki import kubelet
+from minik.pki.ca import CertificateAuthority
 
 
 @pytest.fixture

@@ -12,11 +12,11 @@ import pytest
 from security_helpers import connect
 
 from minik.api.errors import StatusError
+from minik.apiserver.auth.credentials import mint
 from minik.apiserver.request import User
 from minik.client import Client
 from minik.cluster import COMPONENTS, Cluster, ClusterSettings
 from minik.controllers.manager import ControllerSettings
-from minik.security.credentials import mint
 from minik.testing.namespaces import create_namespace
 
 RBAC = "rbac.authorization.k8s.io"

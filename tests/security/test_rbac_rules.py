@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from minik.apiserver.auth.rbac.rules import Rule, compile_rules, describe, uncovered
 from minik.apiserver.authorization import AuthzAttributes
-from minik.security.rbac.rules import Rule, compile_rules, describe, uncovered
 
 
 def rule(verbs: list[str], groups: list[str] | None = None, resources: list[str] | None = None,

@@ -7,10 +7,10 @@ from typing import Any
 
 from security_helpers import make_token, raw
 
+from minik.apiserver.auth.credentials import mint
 from minik.apiserver.request import User
 from minik.client import Client
 from minik.cluster import Cluster
-from minik.security.credentials import mint
 
 AUTHN = "/apis/authentication.k8s.io/v1"
 AUTHZ = "/apis/authorization.k8s.io/v1"

@@ -8,10 +8,10 @@ import datetime
 import pytest
 from security_helpers import connect, make_token, raw
 
+from minik.api import tokens
 from minik.api.errors import StatusError
 from minik.client import Client
 from minik.cluster import Cluster
-from minik.security import tokens
 
 
 async def test_a_view_token_reads_but_cannot_write(secure: Cluster, admin: Client) -> None:
@@ -66,7 +66,7 @@ async def test_a_join_token_alone_reads_nothing(secure: Cluster, admin: Client) 
 
 
 async def test_an_expired_token_is_refused(secure: Cluster, admin: Client) -> None:
-    long_ago = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(hours=2)
+    long_ago = datetime.datetime.now(datetime.UTC) - datetime.timedelta(hours=2)
     token = await make_token(admin, "view", datetime.timedelta(hours=1), now=long_ago)
     status, body, _ = await raw(secure, "GET", "/api/v1/namespaces", token)
     assert (status, body["reason"]) == (401, "Unauthorized")

@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 from security_helpers import make_token, raw
+from test_kubectl_https import kubectl
 
 from minik import kubeconfig
+from minik.apiserver.auth.credentials import mint
 from minik.apiserver.request import User
-from minik.security.credentials import mint
 from tests.e2e.kubectl_helpers import KUBECTL
 from tests.kubelet.docker_helpers import NODE, DockerNode, busybox, docker_cluster
 from tests.kubelet.helpers import phase, pod_manifest, wait_for_pod
-from test_kubectl_https import kubectl
 
 POD = "/api/v1/namespaces/default/pods/target"
 EDIT_BINDING = {"metadata": {"name": "editors"},

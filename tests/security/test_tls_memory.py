@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from minik.security.credentials import client_ssl_context
+from minik.apiserver.auth.credentials import client_ssl_context
 
 #: connections opened before the baseline is read (the server's caches, buffers and arenas settle), and after
 WARM_UP = 300
@@ -47,7 +47,7 @@ async def stop(process: asyncio.subprocess.Process) -> None:
         process.terminate()
         try:
             await asyncio.wait_for(process.wait(), 30)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             process.kill()
             await process.wait()
 

@@ -10,8 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from minik.store import EventType, StoreSettings
-from minik.store import sqlite_log
+from minik.store import EventType, StoreSettings, sqlite_log
 from minik.store.backend import Row
 from minik.store.sqlite_log import SqliteLog
 

@@ -8,8 +8,7 @@ from dataclasses import replace
 import orjson
 import pytest
 
-from minik.store import (Compacted, Conflict, EventType, KeyExists, KeyNotFound, Store, StoreSettings, Trigger,
-                         Watcher)
+from minik.store import Compacted, Conflict, EventType, KeyExists, KeyNotFound, Store, StoreSettings, Trigger, Watcher
 
 
 def pod(name: str, **spec: object) -> dict:

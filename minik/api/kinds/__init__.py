@@ -7,12 +7,20 @@ in podspec (defaults, QoS) and podvalidation. ``minik.api.resources`` puts them 
 from minik.api.kinds.apps import DaemonSetStrategy, DeploymentStrategy, ReplicaSetStrategy, StatefulSetStrategy
 from minik.api.kinds.batch import CronJobStrategy, JobStrategy
 from minik.api.kinds.cluster import LeaseStrategy, PriorityClassStrategy
-from minik.api.kinds.core import (ConfigMapStrategy, EndpointsStrategy, EventStrategy, NamespaceStrategy,
-                                  NodeStrategy, PodStrategy, ReplicationControllerStrategy, SecretStrategy,
-                                  ServiceAccountStrategy, ServiceStrategy)
+from minik.api.kinds.core import (
+                                  ConfigMapStrategy,
+                                  EndpointsStrategy,
+                                  EventStrategy,
+                                  NamespaceStrategy,
+                                  NodeStrategy,
+                                  PodStrategy,
+                                  ReplicationControllerStrategy,
+                                  SecretStrategy,
+                                  ServiceAccountStrategy,
+                                  ServiceStrategy,
+)
+from minik.api.kinds.rbac import ClusterRoleBindingStrategy, ClusterRoleStrategy, RoleBindingStrategy, RoleStrategy
 from minik.api.kinds.reviews import ClusterReviewStrategy, NamespacedReviewStrategy
-from minik.api.kinds.rbac import (ClusterRoleBindingStrategy, ClusterRoleStrategy, RoleBindingStrategy,
-                                  RoleStrategy)
 
 __all__ = [
     "ClusterReviewStrategy", "ClusterRoleBindingStrategy", "ClusterRoleStrategy", "ConfigMapStrategy", "CronJobStrategy", "DaemonSetStrategy",

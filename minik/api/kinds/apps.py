@@ -5,9 +5,19 @@ from __future__ import annotations
 import copy
 
 from minik.api import validation as v
-from minik.api.kinds.common import (Causes, Obj, dict_at, ensure_dict, expect_object, int_or_percent_value,
-                                    set_default, validate_int_or_percent, validate_not_more_than_100_percent,
-                                    validate_restart_always, validate_workload_selector)
+from minik.api.kinds.common import (
+    Causes,
+    Obj,
+    dict_at,
+    ensure_dict,
+    expect_object,
+    int_or_percent_value,
+    set_default,
+    validate_int_or_percent,
+    validate_not_more_than_100_percent,
+    validate_restart_always,
+    validate_workload_selector,
+)
 from minik.api.kinds.podspec import default_pod_template
 from minik.api.kinds.podvalidation import validate_pod_template
 from minik.api.strategy import Strategy

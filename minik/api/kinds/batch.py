@@ -8,8 +8,16 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from minik.api import validation as v
 from minik.api.cron import parse_schedule
-from minik.api.kinds.common import (SELECTOR_MISMATCH, Causes, Obj, dict_at, ensure_dict, expect_object, labels_of,
-                                    set_default)
+from minik.api.kinds.common import (
+    SELECTOR_MISMATCH,
+    Causes,
+    Obj,
+    dict_at,
+    ensure_dict,
+    expect_object,
+    labels_of,
+    set_default,
+)
 from minik.api.kinds.podspec import default_pod_template
 from minik.api.kinds.podvalidation import validate_pod_template
 from minik.api.selectors import selector_from_dict

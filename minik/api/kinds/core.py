@@ -10,10 +10,19 @@ import ipaddress
 from typing import Any
 
 from minik.api import validation as v
-from minik.api.kinds.common import (Causes, Obj, dict_at, dicts_at, ensure_dict, expect_object, labels_of,
-                                    validate_restart_always, SELECTOR_MISMATCH)
-from minik.api.kinds.podspec import default_pod_template
+from minik.api.kinds.common import (
+    SELECTOR_MISMATCH,
+    Causes,
+    Obj,
+    dict_at,
+    dicts_at,
+    ensure_dict,
+    expect_object,
+    labels_of,
+    validate_restart_always,
+)
 from minik.api.kinds.pods import PodStrategy
+from minik.api.kinds.podspec import default_pod_template
 from minik.api.kinds.podvalidation import TAINT_EFFECTS, validate_pod_template
 from minik.api.kinds.services import EndpointsStrategy, ServiceStrategy
 from minik.api.selectors import selector_from_set

@@ -1,6 +1,6 @@
 """rbac.authorization.k8s.io/v1: Role, ClusterRole, RoleBinding and ClusterRoleBinding, with Kubernetes' defaults
 and validation (pkg/apis/rbac/validation). Names are any valid path segment, as Kubernetes allows for these kinds
-(``system:kube-scheduler`` is a valid name). What a rule grants is minik.security.rbac's part."""
+(``system:kube-scheduler`` is a valid name). What a rule grants is minik.apiserver.auth.rbac's part."""
 
 from __future__ import annotations
 

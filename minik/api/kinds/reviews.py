@@ -1,5 +1,5 @@
 """authentication.k8s.io and authorization.k8s.io: the review kinds, questions the API answers and never stores
-(minik.security.reviews answers them). Their strategy only says where they live."""
+(minik.apiserver.auth.reviews answers them). Their strategy only says where they live."""
 
 from __future__ import annotations
 

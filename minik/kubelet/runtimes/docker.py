@@ -21,8 +21,15 @@ from aiodocker.containers import DockerContainer
 
 from minik.aio import Backoff, start_task, stop_task
 from minik.api.quantity import parse_quantity
-from minik.kubelet.runtimes.base import (ContainerConfig, ContainerInfo, ExecSession, OnChange, PodRecord,
-                                         RuntimeFailure, SandboxInfo)
+from minik.kubelet.runtimes.base import (
+    ContainerConfig,
+    ContainerInfo,
+    ExecSession,
+    OnChange,
+    PodRecord,
+    RuntimeFailure,
+    SandboxInfo,
+)
 from minik.kubelet.runtimes.docker_exec import DockerExec, docker_message
 from minik.kubelet.runtimes.images import PAUSE_IMAGE, build_pause
 
@@ -110,7 +117,7 @@ class DockerRuntime:
                         uid = (actor.get("Attributes") or {}).get(UID)
                         if uid:
                             self._on_change(uid)
-            except (aiodocker.DockerError, OSError, ValueError, asyncio.TimeoutError) as exc:
+            except (TimeoutError, aiodocker.DockerError, OSError, ValueError) as exc:
                 log.warning("docker event stream broke; reconnecting", error=str(exc))
             await asyncio.sleep(backoff.next())
 

@@ -30,7 +30,7 @@ class DockerExec:
 
     @classmethod
     async def start(cls, docker: aiodocker.Docker, container_id: str, command: list[str], *, stdin: bool,
-                    tty: bool) -> "DockerExec":
+                    tty: bool) -> DockerExec:
         try:
             execution = await docker.containers.container(container_id).exec(
                 command, stdout=True, stderr=True, stdin=stdin, tty=tty)

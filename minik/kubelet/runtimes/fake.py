@@ -20,8 +20,15 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from minik.kubelet.runtimes.base import (ContainerConfig, ContainerInfo, ExecSession, OnChange, PodRecord,
-                                         RuntimeFailure, SandboxInfo)
+from minik.kubelet.runtimes.base import (
+    ContainerConfig,
+    ContainerInfo,
+    ExecSession,
+    OnChange,
+    PodRecord,
+    RuntimeFailure,
+    SandboxInfo,
+)
 
 Obj = dict[str, Any]
 

@@ -120,7 +120,7 @@ async def import_rootfs(docker: aiodocker.Docker, rootfs: bytes | BinaryIO, refe
     for line in body.splitlines():
         message = json.loads(line) if line.strip() else {}
         if message.get("error"):
-            raise aiodocker.DockerError(500, {"message": message["error"]})
+            raise aiodocker.DockerError(500, {"message": message["error"]})  # type: ignore[arg-type]  # aiodocker takes the reply's JSON
 
 
 async def build_pause(docker: aiodocker.Docker, rootfs: bytes | None = None) -> None:

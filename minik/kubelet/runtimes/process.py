@@ -21,14 +21,27 @@ import structlog
 
 from minik.aio import start_task, stop_task
 from minik.kubelet.node import host_address
-from minik.kubelet.runtimes.base import (ContainerConfig, ContainerInfo, ExecSession, OnChange, PodRecord,
-                                         RuntimeFailure, SandboxInfo)
+from minik.kubelet.runtimes.base import (
+    ContainerConfig,
+    ContainerInfo,
+    ExecSession,
+    OnChange,
+    PodRecord,
+    RuntimeFailure,
+    SandboxInfo,
+)
 from minik.kubelet.runtimes.process_exec import ProcessExec
-from minik.security.files import open_private
+from minik.pki.files import open_private
 
 log = structlog.get_logger("minik.kubelet.process")
 
 Obj = dict[str, Any]
+
+
+def _read_range(path: Path, offset: int, length: int) -> bytes:
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        return handle.read(length)
 
 
 class ProcessRuntime:
@@ -85,11 +98,14 @@ class ProcessRuntime:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         env = {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "HOSTNAME": pod["metadata"]["name"],
                **config.env}
+        cwd: str | None = None
+        if config.working_dir:
+            is_dir: bool = await asyncio.to_thread(os.path.isdir, config.working_dir)
+            cwd = config.working_dir if is_dir else None
         with os.fdopen(open_private(log_path), "ab") as output:  # a container's output: owner only
             try:
                 process = await asyncio.create_subprocess_exec(
-                    *argv, stdin=asyncio.subprocess.DEVNULL, stdout=output, stderr=output, env=env,
-                    cwd=config.working_dir if config.working_dir and os.path.isdir(config.working_dir) else None,
+                    *argv, stdin=asyncio.subprocess.DEVNULL, stdout=output, stderr=output, env=env, cwd=cwd,
                     start_new_session=True)
             except OSError as exc:
                 raise RuntimeFailure("RunContainerError", f"cannot run {argv[0]!r}: {exc.strerror or exc}") from None
@@ -171,7 +187,5 @@ class ProcessRuntime:
             await asyncio.sleep(0.2)
             size = path.stat().st_size
             if size > offset:
-                with open(path, "rb") as handle:
-                    handle.seek(offset)
-                    yield handle.read(size - offset)
+                yield await asyncio.to_thread(_read_range, path, offset, size - offset)
                 offset = size

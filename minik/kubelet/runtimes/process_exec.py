@@ -29,14 +29,19 @@ class ProcessExec:
 
     @classmethod
     async def start(cls, command: list[str], env: dict[str, str], cwd: str | None, *, stdin: bool,
-                    tty: bool) -> "ProcessExec":
+                    tty: bool) -> ProcessExec:
         if not command:
             raise RuntimeFailure("ExecError", "no command given")
+        workdir: str | None = None
+        if cwd:
+            is_dir: bool = await asyncio.to_thread(os.path.isdir, cwd)
+            workdir = cwd if is_dir else None
         try:
             process = await asyncio.create_subprocess_exec(
                 *command, stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT if tty else asyncio.subprocess.PIPE,
-                env=env, cwd=cwd if cwd and os.path.isdir(cwd) else None, start_new_session=True)
+                env=env, cwd=workdir,
+                start_new_session=True)
         except OSError as exc:
             raise RuntimeFailure("ExecError", f"cannot run {command[0]!r}: {exc.strerror or exc}") from None
         return cls(process)

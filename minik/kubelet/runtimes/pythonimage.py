@@ -32,6 +32,7 @@ from pathlib import Path
 
 import aiodocker
 import structlog
+from packaging.requirements import Requirement
 
 from minik.kubelet.runtimes.images import PYTHON_KUBERNETES_IMAGE, RootFs, add_busybox, import_rootfs
 
@@ -59,11 +60,6 @@ def _normal(name: str) -> str:
 def distributions(root: str = ROOT_DISTRIBUTION) -> list[metadata.Distribution]:
     """``root`` and everything its requirements need, followed to the end: requirements whose markers hold here
     (extras not asked for are not taken), each distribution once."""
-    try:
-        from packaging.requirements import Requirement
-    except ImportError:  # pip always brings its own copy
-        from pip._vendor.packaging.requirements import Requirement  # type: ignore[no-redef,assignment]
-
     found: dict[str, metadata.Distribution] = {}
     todo = [root]
     while todo:

@@ -9,7 +9,7 @@ from pathlib import Path
 import structlog
 
 from minik.kubelet.runtimes.base import Runtime
-from minik.security.files import private_dir, write_private
+from minik.pki.files import private_dir, write_private
 
 log = structlog.get_logger("minik.kubelet")
 

@@ -18,8 +18,17 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from minik.scheduler.arrays import NodeArrays
-from minik.scheduler.framework import (MAX_NODE_SCORE, SKIP, SUCCESS, CycleState, NodeInfo, PodInfo, Status,
-                                       unresolvable, unschedulable)
+from minik.scheduler.framework import (
+    MAX_NODE_SCORE,
+    SKIP,
+    SUCCESS,
+    CycleState,
+    NodeInfo,
+    PodInfo,
+    Status,
+    unresolvable,
+    unschedulable,
+)
 from minik.scheduler.infos import label_keys
 from minik.scheduler.terms import NOTHING, AffinityTerm
 
@@ -56,7 +65,7 @@ class _FilterState:
         self.affinity: Counter[Pair] = Counter()
         self.anti: Counter[Pair] = Counter()
 
-    def clone(self) -> "_FilterState":
+    def clone(self) -> _FilterState:
         other = _FilterState()
         other.existing_anti = self.existing_anti.copy()
         other.affinity = self.affinity.copy()
@@ -204,8 +213,8 @@ class InterPodAffinity:
             for term in pod.required_anti_affinity:
                 ids, values = arrays.label_ids(term.topology_key)
                 key = term.topology_key
-                taken = {v for (k, v), n in counts.anti.items() if k == key and n > 0}
-                mask &= ~_table([v in taken for v in values])[ids]
+                held = {v for (k, v), n in counts.anti.items() if k == key and n > 0}
+                mask &= ~_table([v in held for v in values])[ids]
         if counts.existing_anti:
             taken: dict[str, set[str]] = {}
             for (key, value), n in counts.existing_anti.items():

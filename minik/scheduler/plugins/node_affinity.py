@@ -7,8 +7,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from minik.api.placement import requirement_matches
-from minik.scheduler.framework import (SKIP, SUCCESS, CycleState, NodeInfo, PodInfo, Status, default_normalize,
-                                       unresolvable)
+from minik.scheduler.framework import (
+    SKIP,
+    SUCCESS,
+    CycleState,
+    NodeInfo,
+    PodInfo,
+    Status,
+    default_normalize,
+    unresolvable,
+)
 
 ERR_REASON = "node(s) didn't match Pod's node affinity/selector"
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from minik.scheduler.arrays import NodeArrays
-from minik.scheduler.framework import (MAX_NODE_SCORE, SUCCESS, CycleState, NodeInfo, PodInfo, Status,
-                                       unschedulable)
+from minik.scheduler.framework import MAX_NODE_SCORE, SUCCESS, CycleState, NodeInfo, PodInfo, Status, unschedulable
 
 if TYPE_CHECKING:
     import numpy as np

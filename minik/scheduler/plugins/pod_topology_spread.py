@@ -23,8 +23,17 @@ from typing import TYPE_CHECKING, Any
 
 from minik.api.selectors import IN, LabelSelector, Requirement, selector_from_dict
 from minik.scheduler.arrays import NodeArrays
-from minik.scheduler.framework import (MAX_NODE_SCORE, SKIP, SUCCESS, CycleState, NodeInfo, PodInfo, Status,
-                                       unresolvable, unschedulable)
+from minik.scheduler.framework import (
+    MAX_NODE_SCORE,
+    SKIP,
+    SUCCESS,
+    CycleState,
+    NodeInfo,
+    PodInfo,
+    Status,
+    unresolvable,
+    unschedulable,
+)
 from minik.scheduler.infos import label_keys
 from minik.scheduler.plugins.node_affinity import pod_matches_node
 from minik.scheduler.plugins.taint_toleration import untolerated_hard_taint
@@ -145,7 +154,7 @@ class _FilterState:
         self.counts[pair] = self.counts.get(pair, 0) + delta
         self._lowest = None
 
-    def clone(self) -> "_FilterState":
+    def clone(self) -> _FilterState:
         other = _FilterState.__new__(_FilterState)
         other.constraints, other.checks = self.constraints, self.checks
         other.counts = dict(self.counts)

@@ -8,8 +8,16 @@ from typing import TYPE_CHECKING, Any
 
 from minik.api.placement import tolerates
 from minik.scheduler.arrays import NodeArrays
-from minik.scheduler.framework import (SKIP, SUCCESS, CycleState, NodeInfo, PodInfo, Status, default_normalize,
-                                       unresolvable)
+from minik.scheduler.framework import (
+    SKIP,
+    SUCCESS,
+    CycleState,
+    NodeInfo,
+    PodInfo,
+    Status,
+    default_normalize,
+    unresolvable,
+)
 
 if TYPE_CHECKING:
     import numpy as np

@@ -18,9 +18,10 @@ from typing import Any
 
 from minik.api.errors import StatusError, bad_request, forbidden
 from minik.apiserver.admission.base import Authenticator
+from minik.apiserver.auth.serviceaccounts import GROUP as SERVICE_ACCOUNTS
+from minik.apiserver.auth.serviceaccounts import parse_service_account_name
 from minik.apiserver.authorization import Authorizer, AuthzAttributes, Decision
 from minik.apiserver.request import ApiRequest, User
-from minik.security.serviceaccounts import GROUP as SERVICE_ACCOUNTS, parse_service_account_name
 
 USER = "impersonate-user"
 GROUP = "impersonate-group"

@@ -17,11 +17,11 @@ from typing import Any
 
 from minik.api.errors import StatusError, forbidden
 from minik.apiserver.admission.base import Attributes
+from minik.apiserver.auth.rbac import policy
+from minik.apiserver.auth.rbac.authorizer import RbacIndex
+from minik.apiserver.auth.rbac.rules import Rule, compile_rules, describe, uncovered
 from minik.apiserver.authorization import MASTERS, Authorizer, AuthzAttributes, Decision
 from minik.apiserver.request import User
-from minik.security.rbac import policy
-from minik.security.rbac.authorizer import RbacIndex
-from minik.security.rbac.rules import Rule, compile_rules, describe, uncovered
 
 Obj = dict[str, Any]
 

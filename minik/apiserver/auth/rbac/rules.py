@@ -31,7 +31,7 @@ class Rule:
     urls: frozenset[str]
 
     @classmethod
-    def parse(cls, rule: Any) -> "Rule":
+    def parse(cls, rule: Any) -> Rule:
         if not isinstance(rule, dict):
             return cls(frozenset(), frozenset(), frozenset(), frozenset(), frozenset())
         return cls(_set(rule.get("verbs")), _set(rule.get("apiGroups")), _set(rule.get("resources")),

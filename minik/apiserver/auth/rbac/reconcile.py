@@ -24,12 +24,12 @@ from minik.api.errors import StatusError
 from minik.api.kinds.common import dict_at, list_at
 from minik.api.kinds.rbac import aggregated_rules, aggregation_selectors
 from minik.api.registry import Registry
+from minik.apiserver.auth.rbac import policy
+from minik.apiserver.auth.rbac.rules import compile_rules, uncovered
 from minik.apiserver.request import User
 from minik.apiserver.rest import ResourceRest
-from minik.security.rbac import policy
-from minik.security.rbac.rules import compile_rules, uncovered
 
-log = structlog.get_logger("minik.security.rbac")
+log = structlog.get_logger("minik.apiserver.auth.rbac")
 
 Obj = dict[str, Any]
 
@@ -136,7 +136,7 @@ async def reconcile(registry: Registry, rest_for: Callable[[Any], ResourceRest],
     for key in aggregate(roles):
         planned[key] = (planned[key][0] if key in planned else False, roles[key])
     rest = rest_for(cluster_roles)
-    for key, (create, role) in planned.items():
+    for create, role in planned.values():
         name = role["metadata"]["name"]
         writes.append(rest.create(role, None, user) if create else rest.update(role, None, name, user))
     await _all(writes)

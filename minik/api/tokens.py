@@ -85,7 +85,7 @@ def _unb64(value: Any) -> str:
 def _moment(text: str) -> datetime.datetime | None:
     """The moment an RFC 3339 timestamp names; None for one that cannot be read."""
     try:
-        return datetime.datetime.fromtimestamp(parse_rfc3339(text), datetime.timezone.utc)
+        return datetime.datetime.fromtimestamp(parse_rfc3339(text), datetime.UTC)
     except (ValueError, OverflowError, OSError):
         return None
 
@@ -112,7 +112,7 @@ class BootstrapToken:
 
     def expired(self, now: datetime.datetime | None = None) -> bool:
         return self.expiration is not None and \
-            (now or datetime.datetime.now(datetime.timezone.utc)) >= self.expiration
+            (now or datetime.datetime.now(datetime.UTC)) >= self.expiration
 
 
 def bootstrap_secret(token: str, role: str, ttl: datetime.timedelta | None, description: str = "",
@@ -129,7 +129,7 @@ def bootstrap_secret(token: str, role: str, ttl: datetime.timedelta | None, desc
     if description:
         data["description"] = description
     if ttl:
-        data["expiration"] = rfc3339(((now or datetime.datetime.now(datetime.timezone.utc)) + ttl).timestamp())
+        data["expiration"] = rfc3339(((now or datetime.datetime.now(datetime.UTC)) + ttl).timestamp())
     return {"apiVersion": "v1", "kind": "Secret", "type": BOOTSTRAP_TYPE,
             "metadata": {"name": BOOTSTRAP_PREFIX + token_id, "namespace": NAMESPACE},
             "data": {k: _b64(v) for k, v in data.items()}}
@@ -151,7 +151,7 @@ def read_bootstrap_secret(obj: Obj) -> BootstrapToken | None:
     if data.get("expiration"):
         expiration = _moment(data["expiration"])
         if expiration is None:  # an unreadable expiry must not mean "forever"
-            expiration = datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
+            expiration = datetime.datetime.min.replace(tzinfo=datetime.UTC)
     groups = tuple(g.strip() for g in data.get("auth-extra-groups", "").split(",") if g.strip())
     return BootstrapToken(token_id, token_secret, expiration, groups, data.get("description", ""),
                           data.get("usage-bootstrap-authentication") == "true",

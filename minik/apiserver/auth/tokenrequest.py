@@ -20,10 +20,10 @@ from minik.api.kinds.common import dict_at
 from minik.api.timestamps import now_rfc3339, rfc3339
 from minik.apiserver import codec
 from minik.apiserver.admission.base import ObjectReader
+from minik.apiserver.auth.nodeauthz import ANY_NODE, node_of
+from minik.apiserver.auth.serviceaccounts import BoundObject, TokenIssuer
 from minik.apiserver.request import ApiRequest, ApiResponse, User
 from minik.apiserver.requestinfo import RequestInfo
-from minik.security.nodeauthz import ANY_NODE, node_of
-from minik.security.serviceaccounts import BoundObject, TokenIssuer
 
 Obj = dict[str, Any]
 

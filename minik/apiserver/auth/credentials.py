@@ -20,15 +20,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from minik.apiserver.auth.authn import AUTHENTICATED, StaticTokens
+from minik.apiserver.auth.authz import MASTERS
 from minik.apiserver.request import User
-from minik.security.authn import AUTHENTICATED, StaticTokens
-from minik.security.authz import MASTERS
-from minik.security import pkicache, tls
-from minik.security.files import write_private
-from minik.security.kubelet import APISERVER_CLIENT, APISERVER_CLIENT_CN, PKI_LOCK
+from minik.pki import pkicache, tls
+from minik.pki.files import write_private
+from minik.pki.kubelet import APISERVER_CLIENT, APISERVER_CLIENT_CN, PKI_LOCK
 
 if TYPE_CHECKING:  # the ca module imports cryptography (~50 ms): only a cluster that makes or reads its CA pays
-    from minik.security.ca import CertificateAuthority
+    from minik.pki.ca import CertificateAuthority
 
 ADMIN = User("kubernetes-admin", (MASTERS, AUTHENTICATED))
 #: the API server's own loopback identity (its writes of cluster-info, for instance)
@@ -91,10 +91,10 @@ class ClusterCredentials:
     _clients: dict[str, tuple[Path, Path]] = field(default_factory=dict)
 
     @classmethod
-    def load_or_create(cls, data_dir: Path, names: tuple[str, ...], static: StaticTokens) -> "ClusterCredentials":
+    def load_or_create(cls, data_dir: Path, names: tuple[str, ...], static: StaticTokens) -> ClusterCredentials:
         """Read DATA_DIR/pki, making what is missing, and register the admin token with ``static``: what the API
         server needs to listen. A restart whose serving certificate is still good reads files only (see
-        minik.security.pkicache); the CA's key is loaded when something must be signed. The client
+        minik.pki.pkicache); the CA's key is loaded when something must be signed. The client
         certificates are made on first use (``kubelet_client``, ``admin_client``; the cluster asks for them once
         it is serving)."""
         pki_dir = data_dir / "pki"
@@ -105,7 +105,7 @@ class ClusterCredentials:
         if ca_hash is not None:
             ca_pem = (pki_dir / "ca.crt").read_bytes()
         else:
-            from minik.security.ca import Pki, ensure_certificate, load_or_create_ca
+            from minik.pki.ca import Pki, ensure_certificate, load_or_create_ca
 
             pki = Pki(pki_dir)
             ca = load_or_create_ca(pki)
@@ -122,7 +122,7 @@ class ClusterCredentials:
         """The CA with its key (read from DATA_DIR/pki on first use: signing a node's certificate, say)."""
         with PKI_LOCK:
             if self._ca is None:
-                from minik.security.ca import Pki, load_or_create_ca
+                from minik.pki.ca import Pki, load_or_create_ca
 
                 self._ca = load_or_create_ca(Pki(self.pki_dir))
             return self._ca
@@ -132,7 +132,7 @@ class ClusterCredentials:
             if pkicache.fresh(self.pki_dir, name, ()) is not None:
                 self._clients[name] = (self.pki_dir / f"{name}.crt", self.pki_dir / f"{name}.key")
             else:
-                from minik.security.ca import Pki, ensure_certificate
+                from minik.pki.ca import Pki, ensure_certificate
 
                 ca = self.ca
                 with PKI_LOCK:  # DATA_DIR/pki is also written from a worker thread (the local node's certificate)
@@ -156,8 +156,8 @@ class ClusterCredentials:
         return self._client(ADMIN_CLIENT, ADMIN.name)
 
     def server_ssl_context(self) -> ssl.SSLContext:
-        """The serving certificate under minik's TLS policy (``minik.security.tls``); a client may present a
-        certificate the cluster CA signed (its user and groups: minik.security.x509authn) or send a bearer
+        """The serving certificate under minik's TLS policy (``minik.pki.tls``); a client may present a
+        certificate the cluster CA signed (its user and groups: minik.apiserver.x509) or send a bearer
         token."""
         return tls.server_context(*self.serving, self.ca_pem, require_client_cert=False)
 

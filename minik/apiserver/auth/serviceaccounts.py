@@ -27,13 +27,14 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from minik.apiserver.request import User
-from minik.security.files import write_private
+from minik.pki.files import write_private
 
 if TYPE_CHECKING:
-    from minik.apiserver.admission.base import ObjectReader
     from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePrivateKey, EllipticCurvePublicKey
 
-log = structlog.get_logger("minik.security.serviceaccounts")
+    from minik.apiserver.admission.base import ObjectReader
+
+log = structlog.get_logger("minik.apiserver.auth.serviceaccounts")
 
 Obj = dict[str, Any]
 
@@ -95,7 +96,7 @@ class Claims:
     jti: str
 
 
-def _load_or_create_key(path: Path) -> "EllipticCurvePrivateKey":
+def _load_or_create_key(path: Path) -> EllipticCurvePrivateKey:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
 
@@ -114,7 +115,7 @@ def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
-def key_id(public: "EllipticCurvePublicKey") -> str:
+def key_id(public: EllipticCurvePublicKey) -> str:
     from cryptography.hazmat.primitives import serialization
 
     der = public.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
@@ -133,13 +134,13 @@ class TokenIssuer:
         self._kid = ""
 
     @property
-    def key(self) -> "EllipticCurvePrivateKey":
+    def key(self) -> EllipticCurvePrivateKey:
         if self._key is None:
             self._key = _load_or_create_key(self.pki_dir / KEY_FILE)
             self._kid = key_id(self._key.public_key())
         return self._key
 
-    async def ready(self) -> "TokenIssuer":
+    async def ready(self) -> TokenIssuer:
         """Read or make the key in a worker thread (the first use imports cryptography), then return self."""
         if self._key is None:
             await asyncio.to_thread(lambda: self.key)
@@ -215,7 +216,7 @@ class ServiceAccountTokens:
     #: verified tokens remembered (their signature is checked once; what they are bound to, on every request)
     CACHE_SIZE = 4096
 
-    def __init__(self, issuer: TokenIssuer, reader: "ObjectReader") -> None:
+    def __init__(self, issuer: TokenIssuer, reader: ObjectReader) -> None:
         self.issuer = issuer
         self.reader = reader
         self._verified: dict[str, Claims] = {}

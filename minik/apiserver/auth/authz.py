@@ -1,7 +1,7 @@
 """The cluster's authorization, as kube-apiserver's ``--authorization-mode=Node,RBAC``: the privileged group
-``system:masters`` first, then the Node authorizer (minik.security.nodeauthz), then RBAC (minik.security.rbac).
+``system:masters`` first, then the Node authorizer (minik.apiserver.auth.nodeauthz), then RBAC (minik.apiserver.auth.rbac).
 
-Who is who, and what they may do, is RBAC's bootstrap policy (minik.security.rbac.policy), visible with
+Who is who, and what they may do, is RBAC's bootstrap policy (minik.apiserver.auth.rbac.policy), visible with
 ``kubectl get clusterroles,clusterrolebindings``:
 
 - **admin** (``system:masters``): the kubeconfig `minik up` writes, and the API server's own writes.
@@ -21,11 +21,11 @@ Who is who, and what they may do, is RBAC's bootstrap policy (minik.security.rba
 
 from __future__ import annotations
 
+from minik.apiserver.auth.nodeauthz import NodeAuthorizer
+from minik.apiserver.auth.rbac import policy
+from minik.apiserver.auth.rbac.authorizer import RbacAuthorizer
 from minik.apiserver.authorization import MASTERS, AuthorizerChain, PrivilegedGroups
 from minik.apiserver.request import User
-from minik.security.nodeauthz import NodeAuthorizer
-from minik.security.rbac import policy
-from minik.security.rbac.authorizer import RbacAuthorizer
 from minik.store import Store
 
 __all__ = ["ClusterAuthorizer", "CONTROLLER_MANAGER", "KUBE_PROXY", "MASTERS", "NODE_SIMULATOR", "SCHEDULER",

@@ -6,7 +6,7 @@ The rules are Kubernetes 1.32's. Kubernetes also ships roles for controllers and
 ``kubectl get clusterrolebindings`` names no identity that does not exist. minik's additions are named
 ``system:minik:*`` (or ``minik:*`` for those a person would look for).
 
-Each object carries ``rbac.authorization.kubernetes.io/autoupdate: "true"``: at every start, minik.security.rbac.
+Each object carries ``rbac.authorization.kubernetes.io/autoupdate: "true"``: at every start, minik.apiserver.auth.rbac.
 reconcile adds what is missing from them, and leaves alone an object whose annotation an admin set to "false".
 """
 
@@ -36,7 +36,7 @@ NODE_SIMULATOR = "system:minik:node-simulator"
 #: the bootstrap-token groups of `minik token create --role view|node`
 VIEW_TOKENS = "system:bootstrappers:minik:view"
 JOIN_TOKENS = "system:bootstrappers:minik:node"
-#: where a joining node exchanges its token for a credential (minik.security.joinserver)
+#: where a joining node exchanges its token for a credential (minik.joinserver)
 JOIN_PATH = "/minik/v1/nodecredentials"
 
 READ = ("get", "list", "watch")

@@ -4,7 +4,7 @@ x509 and token authenticators.
 A client certificate the cluster CA signed (the TLS handshake verified it; minik.apiserver.x509) is the user it
 names. Otherwise, in order: the static tokens the cluster was started with (the admin's, and one per in-process
 component, kept in memory), bootstrap tokens (Secrets ``bootstrap-token-ID``), node credentials (Secrets
-``node-credential-ID``), service account tokens (JWTs the cluster signed: minik.security.serviceaccounts). Every
+``node-credential-ID``), service account tokens (JWTs the cluster signed: minik.apiserver.auth.serviceaccounts). Every
 secret is compared with ``hmac.compare_digest``, so the time a comparison takes says nothing about how much of a
 guess was right; the token id, which is public, only picks the Secret.
 
@@ -19,10 +19,10 @@ import hmac
 from collections.abc import Mapping
 from typing import Any
 
+from minik.api import tokens
 from minik.apiserver.admission.base import ObjectReader
+from minik.apiserver.auth.serviceaccounts import ServiceAccountTokens, looks_like_jwt
 from minik.apiserver.request import ApiRequest, User
-from minik.security import tokens
-from minik.security.serviceaccounts import ServiceAccountTokens, looks_like_jwt
 
 AUTHENTICATED = "system:authenticated"
 ANONYMOUS = User("system:anonymous", ("system:unauthenticated",))
@@ -123,7 +123,7 @@ class TokenAuthenticator:
             return None
         if not hmac.compare_digest(token.secret.encode(), token_secret.encode()):
             return None
-        if token.expired(datetime.datetime.now(datetime.timezone.utc)):
+        if token.expired(datetime.datetime.now(datetime.UTC)):
             return None
         if (obj or {}).get("metadata", {}).get("deletionTimestamp"):
             return None

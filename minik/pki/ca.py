@@ -23,8 +23,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from minik.security import pkicache
-from minik.security.files import private_dir, write_private
+from minik.pki import pkicache
+from minik.pki.files import private_dir, write_private
 
 CA_DAYS = 3650
 CERT_DAYS = 365
@@ -85,7 +85,7 @@ def matches_hash(cert: x509.Certificate, pinned: str) -> bool:
 
 
 def _now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.timezone.utc)
+    return datetime.datetime.now(datetime.UTC)
 
 
 def _name(common_name: str, organizations: tuple[str, ...] = ()) -> x509.Name:
@@ -144,7 +144,7 @@ class CertificateAuthority:
         self.key = key
 
     @classmethod
-    def create(cls, common_name: str = "minik-ca") -> "CertificateAuthority":
+    def create(cls, common_name: str = "minik-ca") -> CertificateAuthority:
         key = new_key()
         now = _now()
         name = _name(common_name)

@@ -31,19 +31,19 @@ import structlog
 import yaml
 
 from minik import kubeconfig
+from minik.api import tokens
 from minik.api.errors import Cause, StatusError, already_exists, bad_request, forbidden, invalid
 from minik.api.validation import is_dns1123_subdomain
+from minik.apiserver.auth.authn import is_anonymous
+from minik.apiserver.auth.authz import is_admin
+from minik.apiserver.auth.rbac.policy import JOIN_TOKENS as JOIN_GROUP
 from minik.apiserver.request import ApiRequest, ApiResponse, User
 from minik.client import Client
-from minik.security import tokens
-from minik.security.authn import is_anonymous
-from minik.security.authz import is_admin
-from minik.security.rbac.policy import JOIN_TOKENS as JOIN_GROUP
 
 if TYPE_CHECKING:
-    from minik.security.ca import CertificateAuthority, Issued
+    from minik.pki.ca import CertificateAuthority, Issued
 
-log = structlog.get_logger("minik.security.join")
+log = structlog.get_logger("minik.joinserver")
 
 Obj = dict[str, Any]
 
@@ -135,7 +135,7 @@ class JoinServer:
         return ApiResponse.json(answer, 201)
 
     def _sign(self, node: str, csr: str) -> Issued:
-        from minik.security.ca import CertificateError
+        from minik.pki.ca import CertificateError
 
         try:
             return self.ca().sign_request(csr.encode(), tokens.NODE_USER_PREFIX + node, (tokens.NODES,), server=True)

@@ -4,7 +4,7 @@ CA certificate that signed it, written whenever the certificate was issued or ch
 
 With it, a cluster that restarts on a data directory whose certificates are still good loads them as files
 (``ssl`` takes PEM) and never imports ``cryptography`` (about 50 ms) before it serves: only the first start, a
-change of names, a new CA or a certificate near its end goes the slow way (``minik.security.ca``). The files are
+change of names, a new CA or a certificate near its end goes the slow way (``minik.pki.ca``). The files are
 a cache: a missing, stale or unreadable one only means the slow way.
 """
 
@@ -16,7 +16,7 @@ import os
 import time
 from pathlib import Path
 
-#: a certificate with less time than this left is issued again (the same as minik.security.ca.RENEW_BEFORE)
+#: a certificate with less time than this left is issued again (the same as minik.pki.ca.RENEW_BEFORE)
 RENEW_BEFORE_SECONDS = 30 * 86400
 
 

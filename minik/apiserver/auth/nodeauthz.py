@@ -21,10 +21,10 @@ from typing import Any
 import orjson
 
 from minik.api.podrefs import references
+from minik.apiserver.auth.rbac import policy
+from minik.apiserver.auth.rbac.rules import Rule, compile_rules
 from minik.apiserver.authorization import AuthzAttributes, Decision
 from minik.apiserver.request import User
-from minik.security.rbac import policy
-from minik.security.rbac.rules import Rule, compile_rules
 from minik.store import Event, EventType, Record, Store
 from minik.store.follower import Follower
 

@@ -19,10 +19,10 @@ from typing import Any
 
 import orjson
 
+from minik.apiserver.auth.rbac.rules import Rule, compile_rules
+from minik.apiserver.auth.serviceaccounts import parse_service_account_name, service_account_name
 from minik.apiserver.authorization import AuthzAttributes, Decision
 from minik.apiserver.request import User
-from minik.security.rbac.rules import Rule, compile_rules
-from minik.security.serviceaccounts import parse_service_account_name, service_account_name
 from minik.store import Event, EventType, Record, Store
 from minik.store.follower import Follower
 
@@ -65,7 +65,7 @@ class Binding:
     subjects: tuple[SubjectKey, ...]
 
     @classmethod
-    def parse(cls, key: str, obj: Obj) -> "Binding | None":
+    def parse(cls, key: str, obj: Obj) -> Binding | None:
         meta = obj.get("metadata") or {}
         ref = obj.get("roleRef")
         if not isinstance(ref, dict) or not isinstance(meta, dict):

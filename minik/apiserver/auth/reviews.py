@@ -20,12 +20,12 @@ import orjson
 from minik.api.errors import Cause, bad_request, invalid
 from minik.api.kinds.common import dict_at
 from minik.apiserver import codec
+from minik.apiserver.auth.authn import TokenAuthenticator
+from minik.apiserver.auth.nodeauthz import NodeAuthorizer, node_of
+from minik.apiserver.auth.rbac.authorizer import RbacAuthorizer
 from minik.apiserver.authorization import AuthorizerChain, AuthzAttributes, Decision
 from minik.apiserver.request import ApiRequest, ApiResponse, User
 from minik.apiserver.requestinfo import RequestInfo
-from minik.security.authn import TokenAuthenticator
-from minik.security.nodeauthz import NodeAuthorizer, node_of
-from minik.security.rbac.authorizer import RbacAuthorizer
 
 if TYPE_CHECKING:
     from minik.apiserver.server import ApiServer

@@ -30,11 +30,10 @@ import orjson
 import yaml
 
 from minik import kubeconfig
+from minik.api import tokens
 from minik.client import Client
-from minik.security import tokens
-from minik.security.ca import (CertificateError, certificate_request, key_pem, load_cert, matches_hash,
-                               new_key)
-from minik.security.files import private_dir, write_private
+from minik.pki.ca import CertificateError, certificate_request, key_pem, load_cert, matches_hash, new_key
+from minik.pki.files import private_dir, write_private
 
 CLUSTER_INFO_PATH = "/api/v1/namespaces/kube-public/configmaps/cluster-info"
 CREDENTIALS_PATH = "/minik/v1/nodecredentials"

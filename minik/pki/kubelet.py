@@ -26,14 +26,14 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from minik.security import tls
-from minik.security.tokens import NODE_USER_PREFIX, NODES
+from minik.api.tokens import NODE_USER_PREFIX, NODES
+from minik.pki import tls
 
 if TYPE_CHECKING:  # imported where used: the ca module imports cryptography, which the endpoint's checks need not
-    from minik.security.ca import CertificateAuthority, Issued
+    from minik.pki.ca import CertificateAuthority, Issued
 
 MASTERS = "system:masters"
-#: DATA_DIR/pki names of the API server's client certificate for kubelets (see minik.security.credentials)
+#: DATA_DIR/pki names of the API server's client certificate for kubelets (see minik.apiserver.auth.credentials)
 APISERVER_CLIENT = "apiserver-kubelet-client"
 APISERVER_CLIENT_CN = "kube-apiserver-kubelet-client"
 
@@ -50,7 +50,7 @@ def issue_serving_certificate(ca: CertificateAuthority, node: str, addresses: tu
 
 
 def serving_context(cert: Path, key: Path, ca_pem: bytes) -> ssl.SSLContext:
-    """The kubelet's server context: its serving certificate under minik's TLS policy (``minik.security.tls``);
+    """The kubelet's server context: its serving certificate under minik's TLS policy (``minik.pki.tls``);
     client certificates signed by the cluster CA required."""
     return tls.server_context(cert, key, client_ca_pem=ca_pem)
 
@@ -83,13 +83,13 @@ def _ensure(data_dir: Path, name: str, common_name: str, groups: tuple[str, ...]
             server: bool = False, client: bool = False) -> tuple[Path, Path, bytes]:
     """DATA_DIR/pki/NAME.crt and .key (read as files when still good, else checked or issued by the CA, made if
     the cluster has none yet) and the CA certificate."""
-    from minik.security import pkicache
+    from minik.pki import pkicache
 
     pki_dir = data_dir / "pki"
     cert, key = pki_dir / f"{name}.crt", pki_dir / f"{name}.key"
     with PKI_LOCK:
         if pkicache.fresh(pki_dir, name, names) is None:
-            from minik.security.ca import Pki, ensure_certificate, load_or_create_ca
+            from minik.pki.ca import Pki, ensure_certificate, load_or_create_ca
 
             pki = Pki(pki_dir)
             cert, key = ensure_certificate(pki, load_or_create_ca(pki), name, common_name, groups, names=names,

@@ -1,5 +1,5 @@
 """Accounts for people: a client certificate signed by the cluster CA, whose common name is the user and whose
-organizations are the groups (what minik.security.x509authn reads back), in a kubeconfig of its own.
+organizations are the groups (what minik.apiserver.x509 reads back), in a kubeconfig of its own.
 
 Made on the cluster's machine from DATA_DIR/pki, as `kubeadm kubeconfig user` does: no token per person is kept
 anywhere, and what the person may do is whatever RBAC bindings name the user or one of the groups."""
@@ -19,7 +19,7 @@ def user_kubeconfig(admin_kubeconfig: Path, cluster: str, user: str, groups: tup
                     days: int) -> dict[str, Any]:
     """A kubeconfig for ``user`` in ``groups``, for the cluster whose admin kubeconfig (server and CA) and pki
     directory are at ``admin_kubeconfig``'s directory."""
-    from minik.security.ca import Pki, load_or_create_ca
+    from minik.pki.ca import Pki, load_or_create_ca
 
     for value, what in ((user, "user"), *((g, "group") for g in groups)):
         problems = is_valid_path_segment_name(value) if value else ["must not be empty"]
