@@ -281,7 +281,7 @@ def compile_message_expression(source: str, self_type: Any) -> Any:
         raise CompileError("messageExpression compilation failed: " +
                            compile_message(str(exc), source)) from None
     if _return_name(program) not in ("string", "STRING", "dyn", "DYN"):
-        raise CompileError("must evaluate to a string")
+        raise CompileError("messageExpression must evaluate to a string")
     return program
 
 

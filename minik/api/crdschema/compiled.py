@@ -109,6 +109,7 @@ class Rule:
     program: Any = None
     message_program: Any = None
     error: str | None = None
+    message_error: str | None = None
 
     @property
     def error_string(self) -> str:
@@ -153,11 +154,14 @@ def _compile_rules(raw: Any, node: Node) -> list[Rule]:
         rule.uses_old_self = celrules.uses_old_self(source)
         try:
             rule.program = celrules.compile_rule(source, self_type, rule.optional_old_self and rule.uses_old_self)
-            expression = entry.get("messageExpression")
-            if isinstance(expression, str) and expression.strip():
-                rule.message_program = celrules.compile_message_expression(expression, self_type)
         except celrules.CompileError as exc:
-            rule.program, rule.error = None, str(exc)
+            rule.error = str(exc)
+        expression = entry.get("messageExpression")
+        if isinstance(expression, str) and expression.strip():
+            try:
+                rule.message_program = celrules.compile_message_expression(expression, self_type)
+            except celrules.CompileError as exc:
+                rule.message_error = str(exc)
     return rules
 
 
