@@ -256,6 +256,25 @@ def uses_old_self(source: str) -> bool:
     return bool(_OLD_SELF.search(_STRINGS.sub("''", source)))
 
 
+_SELF = re.compile(r"(?<![\w.])self(?!\w)")
+_SELECT = re.compile(r"\s*\.\??\s*([A-Za-z_]\w*)(?!\w)(?!\s*\()")
+
+
+def self_fields(*sources: str) -> frozenset[str] | None:
+    """The fields of ``self`` the expressions select, when ``self`` appears only as ``self.field`` (or
+    ``has(self.field)``, ``self.?field``): the rule then needs only those, and a large object need not be
+    converted whole for every evaluation. None when an expression uses ``self`` otherwise."""
+    found: set[str] = set()
+    for source in sources:
+        text = _STRINGS.sub("''", source)
+        for m in _SELF.finditer(text):
+            select = _SELECT.match(text, m.end())
+            if select is None or "__" in select.group(1):
+                return None
+            found.add(select.group(1))
+    return frozenset(found)
+
+
 def _return_name(program: Any) -> str:
     return str(program.return_type().name())
 

@@ -212,6 +212,12 @@ class Node:
         self._build_type_check()
         self._build_value_checks()
         self.rules: list[Rule] = [] if value_only else _compile_rules(s.get("x-kubernetes-validations"), self)
+        #: the fields of an object the rules select (self.x, oldSelf.x), when they select nothing else
+        self.rule_fields: frozenset[str] | None = None
+        if self.rules and self.type == "object":
+            sources = [r.source for r in self.rules] + [str(e.get("messageExpression") or "") for e in
+                                                         s.get("x-kubernetes-validations") or [] if isinstance(e, dict)]
+            self.rule_fields = celrules.self_fields(*(x.replace("oldSelf", "self") for x in sources))
         self._build_flags()
 
     @staticmethod
@@ -607,6 +613,11 @@ class Node:
     def _run_rules(self, value: Any, old: Any, path: str, errs: Causes) -> None:
         shown_type = self.type
         convert = self.convert
+        fields = self.rule_fields
+        if fields is not None and type(value) is dict:
+            value = {k: value[k] for k in fields if k in value}
+            if type(old) is dict:
+                old = {k: old[k] for k in fields if k in old}
         self_value = convert(value) if convert is not None else value
         old_value: Any = None
         if old is not None:
