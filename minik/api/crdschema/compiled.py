@@ -19,22 +19,32 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from minik.api import validation as metavalidation
 from minik.api.crdschema import celrules, formats
+from minik.api.crdschema.checks import (
+    canonical,
+    check_embedded_resource,
+    check_list_map,
+    duplicates,
+    enum_check,
+    format_check,
+    in_body,
+    int_or_none,
+    is_int,
+    junctor_check,
+    map_list_correlation,
+    number_check,
+    string_check,
+)
 from minik.api.crdschema.gofmt import (
     NIL_PATH,
     child,
     duplicate,
     forbidden,
-    go_float,
-    go_number,
     go_quote,
     invalid,
     key,
-    not_supported,
     required,
     shown,
-    too_long,
     too_many,
     type_invalid,
 )
@@ -54,45 +64,6 @@ _BLOCKING = frozenset(("FieldValueNotSupported", "FieldValueRequired", "FieldVal
                        "FieldValueTypeInvalid"))
 BLOCKED = invalid(NIL_PATH, None, "some validation rules were not checked because the object was invalid; correct "
                   "the existing errors to complete validation")
-
-
-def _in_body(path: str, text: str) -> str:
-    return f"{path} in body {text}"
-
-
-def _is_int(value: Any) -> bool:
-    t = type(value)
-    return t is int or (t is float and value.is_integer())
-
-
-def _int_or_none(value: Any) -> int | None:
-    return int(value) if _is_int(value) else None
-
-
-def _equal(a: Any, b: Any) -> bool:
-    """JSON equality as Go's DeepEqual on decoded values sees it: booleans are not numbers, 1 equals 1.0."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_equal(v, b[k]) for k, v in a.items())
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return a == b
-    return type(a) is type(b) and a == b
-
-
-def _canonical(value: Any) -> Any:
-    """A hashable stand-in for a JSON value, equal where ``_equal`` says equal."""
-    if isinstance(value, bool):
-        return ("b", value)
-    if isinstance(value, (int, float)):
-        return ("n", value)
-    if isinstance(value, dict):
-        return ("o", tuple(sorted((k, _canonical(v)) for k, v in value.items())))
-    if isinstance(value, list):
-        return ("a", tuple(_canonical(v) for v in value))
-    return ("s", value)
 
 
 # -- CEL rules --------------------------------------------------------------------------------------------
@@ -211,6 +182,7 @@ class Node:
 
         self._build_type_check()
         self._build_value_checks()
+        self._build_shortcuts()
         self.rules: list[Rule] = [] if value_only else _compile_rules(s.get("x-kubernetes-validations"), self)
         #: the fields of an object the rules select (self.x, oldSelf.x), when they select nothing else
         self.rule_fields: frozenset[str] | None = None
@@ -250,12 +222,12 @@ class Node:
         if self.format and t not in (str, list) and kind not in label:
             shown_format = _GO_FORMATS.get(t, "")
             return type_invalid(shown(path), shown_format,
-                                _in_body(path, f"must be of type {self.format}: {go_quote(shown_format)}"))
+                                in_body(path, f"must be of type {self.format}: {go_quote(shown_format)}"))
         if self.format and t in (str, list) and "number" not in label and "integer" not in label:
             return None
         if not self.types_label or kind in label:
             return None
-        return type_invalid(shown(path), kind, _in_body(path, f"must be of type {self.types_label}: {go_quote(kind)}"))
+        return type_invalid(shown(path), kind, in_body(path, f"must be of type {self.types_label}: {go_quote(kind)}"))
 
     def _build_value_checks(self) -> None:
         s = self.schema
@@ -269,19 +241,19 @@ class Node:
                 regex = re.compile(pattern)
             except re.error:
                 regex = None
-        if _is_int(max_len) or _is_int(min_len) or regex is not None:
-            string_checks.append(_string_check(_int_or_none(max_len), _int_or_none(min_len), pattern, regex))
+        if is_int(max_len) or is_int(min_len) or regex is not None:
+            string_checks.append(string_check(int_or_none(max_len), int_or_none(min_len), pattern, regex))
         if self.format:
-            string_checks.append(_format_check(self.format))
+            string_checks.append(format_check(self.format))
         multiple, minimum, maximum = s.get("multipleOf"), s.get("minimum"), s.get("maximum")
         if any(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (multiple, minimum, maximum)):
-            number_checks.append(_number_check(multiple, minimum, s.get("exclusiveMinimum") is True,
+            number_checks.append(number_check(multiple, minimum, s.get("exclusiveMinimum") is True,
                                                maximum, s.get("exclusiveMaximum") is True))
         enum = s.get("enum")
         if isinstance(enum, list):
-            common.append(_enum_check(enum))
+            common.append(enum_check(enum))
         if self.all_of or self.any_of or self.one_of or self.not_ is not None:
-            common.insert(0, _junctor_check(self))
+            common.insert(0, junctor_check(self))
         self.common: tuple[Check, ...] = tuple(common)
         self.scalar_checks: dict[type, tuple[Check, ...]] = {
             str: tuple(string_checks) + self.common,
@@ -291,12 +263,18 @@ class Node:
             type(None): self.common,
         }
         mi, ma = s.get("minItems"), s.get("maxItems")
-        self.min_items = _int_or_none(mi)
-        self.max_items = _int_or_none(ma)
+        self.min_items = int_or_none(mi)
+        self.max_items = int_or_none(ma)
         self.unique = s.get("uniqueItems") is True
         mi, ma = s.get("minProperties"), s.get("maxProperties")
-        self.min_props = _int_or_none(mi)
-        self.max_props = _int_or_none(ma)
+        self.min_props = int_or_none(mi)
+        self.max_props = int_or_none(ma)
+
+    def _build_shortcuts(self) -> None:
+        #: a scalar node with nothing to check beyond its type: a value of an accepted type needs no visit
+        self.trivial = self.type not in ("object", "array", "") and not self.common and \
+            not any(self.scalar_checks.values())
+        self.prop_keys = frozenset(self.props or ())
 
     def _children(self) -> list[Node]:
         found = list(self.props.values()) if self.props else []
@@ -404,7 +382,7 @@ class Node:
         elif value is None:
             if self.checks_types and self.types_label and not self.nullable:
                 errs.append(type_invalid(shown(path), "null",
-                                         _in_body(path, f"must be of type {self.types_label}: \"null\"")))
+                                         in_body(path, f"must be of type {self.types_label}: \"null\"")))
             for check in self.common:
                 check(value, path, errs)
         else:
@@ -425,11 +403,11 @@ class Node:
                 items.check(item, f"{path}[{i}]", errs)
         size = len(value)
         if self.min_items is not None and size < self.min_items:
-            errs.append(invalid(shown(path), size, _in_body(path, f"should have at least {self.min_items} items")))
+            errs.append(invalid(shown(path), size, in_body(path, f"should have at least {self.min_items} items")))
         if self.max_items is not None and size > self.max_items:
             errs.append(too_many(shown(path), size, self.max_items))
-        if self.unique and len({_canonical(v) for v in value}) != size:
-            errs.append(invalid(shown(path), "", _in_body(path, "shouldn't contain duplicates")))
+        if self.unique and len({canonical(v) for v in value}) != size:
+            errs.append(invalid(shown(path), "", in_body(path, "shouldn't contain duplicates")))
         for check in self.common:
             check(value, path, errs)
 
@@ -437,7 +415,7 @@ class Node:
         size = len(value)
         if self.min_props is not None and size < self.min_props:
             errs.append(invalid(shown(path), size,
-                                _in_body(path, f"should have at least {self.min_props} properties")))
+                                in_body(path, f"should have at least {self.min_props} properties")))
         if self.max_props is not None and size > self.max_props:
             errs.append(too_many(shown(path), size, self.max_props))
         for check in self.common:
@@ -456,8 +434,19 @@ class Node:
         if props:
             for k, v in value.items():
                 node = props.get(k)
-                if node is not None:
-                    node.check(v, prefix + k, errs)
+                if node is None:
+                    continue
+                t = type(v)
+                if t in node.accepts:  # the common case, without the dispatch of ``check``
+                    if node.trivial:
+                        continue
+                    if t is dict:
+                        node._check_object(v, prefix + k, errs)
+                        continue
+                    if t is list:
+                        node._check_array(v, prefix + k, errs)
+                        continue
+                node.check(v, prefix + k, errs)
         for k in self.required:
             if k not in value:
                 errs.append(required(f"{path}.{k}".lstrip(".")))
@@ -472,22 +461,19 @@ class Node:
         if t is dict:
             props, additional = self.props, self.additional
             prefix = f"{path}." if path else ""
-            for k in list(value):
+            unknown = value.keys() - self.prop_keys if not self.has_additional else ()
+            for k in unknown:
                 if self.resource_root and k in META_FIELDS:
                     continue
-                node = props.get(k) if props is not None else None
-                if node is not None:
-                    v = value[k]
-                    if type(v) is dict or type(v) is list:
+                removed.append(prefix + k)
+                del value[k]
+            for k, v in value.items():
+                if type(v) is dict or type(v) is list:
+                    node = props.get(k) if props is not None else None
+                    if node is not None:
                         node.prune(v, prefix + k, removed)
-                elif self.has_additional:
-                    v = value[k]
-                    if type(v) is dict or type(v) is list:
+                    elif self.has_additional and not (self.resource_root and k in META_FIELDS):
                         _prune_with(additional, v, prefix + k, removed)
-                else:
-                    if k not in META_FIELDS or path:
-                        removed.append(prefix + k)
-                    del value[k]
         elif t is list:
             items = self.items
             for i, v in enumerate(value):
@@ -519,24 +505,26 @@ class Node:
         t = type(value)
         if t is dict:
             props, additional = self.props, self.additional
-            for k in list(value):
-                v = value[k]
-                node = props.get(k) if props is not None else None
-                if node is None:
-                    node = additional
-                if v is None and node is not None and not node.nullable and node.default is _MISSING:
-                    del value[k]
+            if None in value.values():
+                for k in [k for k, v in value.items() if v is None]:
+                    node = props.get(k) if props is not None else None
+                    if node is None:
+                        node = additional
+                    if node is not None and not node.nullable:
+                        if node.default is _MISSING:
+                            del value[k]
+                        elif node is additional:
+                            value[k] = copy.deepcopy(node.default)
             for k, node in self.defaulted:
                 if k not in value or (value[k] is None and not node.nullable):
                     value[k] = copy.deepcopy(node.default)
             for k, v in value.items():
-                node = props.get(k) if props is not None else None
-                if node is None:
-                    node = additional
-                    if node is not None and v is None and not node.nullable and node.default is not _MISSING:
-                        value[k] = v = copy.deepcopy(node.default)
-                if node is not None and (type(v) is dict or type(v) is list):
-                    node.apply_defaults(v)
+                if type(v) is dict or type(v) is list:
+                    node = props.get(k) if props is not None else None
+                    if node is None:
+                        node = additional
+                    if node is not None:
+                        node.apply_defaults(v)
         elif t is list:
             items = self.items
             if items is None:
@@ -561,10 +549,10 @@ class Node:
                     additional.check_lists(v, key(path, k), errs)
         elif t is list:
             if self.list_type == "set":
-                for i in _duplicates([_canonical(x) for x in value]):
+                for i in duplicates([canonical(x) for x in value]):
                     errs.append(duplicate(key(path, str(i)), value[i]))
             elif self.list_type == "map":
-                errs.extend(_check_list_map(self.map_keys, value, path))
+                errs.extend(check_list_map(self.map_keys, value, path))
             items = self.items
             if items is not None and items.lists_below:
                 for i, v in enumerate(value):
@@ -574,7 +562,7 @@ class Node:
         t = type(value)
         if t is dict:
             if self.embedded:
-                errs.extend(_check_embedded_resource(value, path))
+                errs.extend(check_embedded_resource(value, path))
             props, additional = self.props, self.additional
             for k, v in value.items():
                 node = props.get(k) if props is not None else None
@@ -606,7 +594,7 @@ class Node:
                     additional.check_rules(v, old_map.get(k) if old_map is not None else None, key(path, k), errs)
         elif t is list and self.items is not None and self.items.rules_below:
             items = self.items
-            correlate = _map_list_correlation(self, old)
+            correlate = map_list_correlation(self, old)
             for i, v in enumerate(value):
                 items.check_rules(v, correlate(v), key(path, str(i)), errs)
 
@@ -700,230 +688,6 @@ def cel_escape(name: str) -> str | None:
         return None
     return (name.replace("__", "__underscores__").replace(".", "__dot__").replace("-", "__dash__")
             .replace("/", "__slash__"))
-
-
-# -- value checks (closures built once per node) -------------------------------------------------------------
-def _string_check(max_len: int | None, min_len: int | None, pattern: Any, regex: re.Pattern[str] | None) -> Check:
-    def check(value: Any, path: str, errs: Causes) -> None:
-        n = len(value)
-        if max_len is not None and n > max_len:
-            errs.append(too_long(shown(path), max_len))
-        elif min_len is not None and n < min_len:
-            errs.append(invalid(shown(path), value, _in_body(path, f"should be at least {min_len} chars long")))
-        elif regex is not None and regex.search(value) is None:
-            errs.append(invalid(shown(path), value, _in_body(path, f"should match '{pattern}'")))
-
-    return check
-
-
-def _format_check(name: str) -> Check:
-    test = formats.check_for(name)
-    assert test is not None
-
-    def check(value: Any, path: str, errs: Causes) -> None:
-        if not test(value):
-            errs.append(type_invalid(shown(path), value, _in_body(path, f"must be of type {name}: {go_quote(value)}")))
-
-    return check
-
-
-def _bound(limit: Any, value: Any) -> str:
-    """A bound as kube-openapi prints it: an int64 for an integer value, a float64 for a number."""
-    return str(int(limit)) if type(value) is int else go_float(float(limit))
-
-
-def _number_check(multiple: Any, minimum: Any, exclusive_min: bool, maximum: Any, exclusive_max: bool) -> Check:
-    def number(x: Any) -> bool:
-        return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-    multiple = multiple if number(multiple) else None
-    minimum = minimum if number(minimum) else None
-    maximum = maximum if number(maximum) else None
-
-    def check(value: Any, path: str, errs: Causes) -> None:
-        where = shown(path)
-        if multiple is not None:
-            if multiple <= 0:
-                errs.append(invalid(where, value, f"factor MultipleOf declared for {path} must be positive: "
-                                                  f"{go_number(multiple)}"))
-            elif type(value) is int and int(multiple) > 0:
-                if value % int(multiple):
-                    errs.append(invalid(where, value, _in_body(path, f"should be a multiple of {int(multiple)}")))
-            else:
-                quotient = (1 / multiple * value) if multiple < 1 else (value / multiple)
-                if not float(quotient).is_integer():
-                    errs.append(invalid(where, value,
-                                        _in_body(path, f"should be a multiple of {go_float(float(multiple))}")))
-        if minimum is not None:
-            low = int(minimum) if type(value) is int else minimum
-            if value < low or (exclusive_min and value <= low):
-                text = "greater than" if exclusive_min else "greater than or equal to"
-                errs.append(invalid(where, value, _in_body(path, f"should be {text} {_bound(minimum, value)}")))
-        if maximum is not None:
-            high = int(maximum) if type(value) is int else maximum
-            if value > high or (exclusive_max and value >= high):
-                text = "less than" if exclusive_max else "less than or equal to"
-                errs.append(invalid(where, value, _in_body(path, f"should be {text} {_bound(maximum, value)}")))
-
-    return check
-
-
-def _enum_check(enum: list[Any]) -> Check:
-    allowed = {_canonical(v) for v in enum}
-    values = [v if isinstance(v, str) else _json(v) for v in enum]
-
-    def check(value: Any, path: str, errs: Causes) -> None:
-        if value is None or _canonical(value) not in allowed:
-            errs.append(not_supported(shown(path), value, values))
-
-    return check
-
-
-def _json(value: Any) -> str:
-    import json
-    if isinstance(value, float):
-        return go_float(value)
-    return json.dumps(value, separators=(",", ":"), sort_keys=True)
-
-
-def _fewest(results: list[Causes]) -> Causes:
-    """The failures of the branch that came closest (kube-openapi keeps its best match's errors)."""
-    best = results[0]
-    for r in results[1:]:
-        if len(r) < len(best):
-            best = r
-    return best
-
-
-def _junctor_check(node: Node) -> Check:
-    """allOf, anyOf, oneOf and not: value validations in logical junctors (their errors carry no field)."""
-    def failures(branch: Node, value: Any, path: str) -> Causes:
-        found: Causes = []
-        branch.check(value, path, found)
-        return found
-
-    def check(value: Any, path: str, errs: Causes) -> None:
-        quoted = go_quote(path)
-        if node.any_of:
-            results = [failures(b, value, path) for b in node.any_of]
-            if all(results):
-                errs.append(invalid(NIL_PATH, "", f"{quoted} must validate at least one schema (anyOf)"))
-                errs.extend(_fewest(results))
-        if node.one_of:
-            results = [failures(b, value, path) for b in node.one_of]
-            valid = sum(1 for r in results if not r)
-            if valid != 1:
-                more = "Found none valid" if valid == 0 else f"Found {valid} valid alternatives"
-                errs.append(invalid(NIL_PATH, "", f"{quoted} must validate one and only one schema (oneOf). {more}"))
-                if valid == 0:
-                    errs.extend(_fewest(results))
-        if node.all_of:
-            results = [failures(b, value, path) for b in node.all_of]
-            for r in results:
-                errs.extend(r)
-            valid = sum(1 for r in results if not r)
-            if valid != len(results):
-                more = ". None validated" if valid == 0 else ""
-                errs.append(invalid(NIL_PATH, "", f"{quoted} must validate all the schemas (allOf){more}"))
-        if node.not_ is not None and not failures(node.not_, value, path):
-            errs.append(invalid(NIL_PATH, "", f"{quoted} must not validate the schema (not)"))
-
-    return check
-
-
-# -- list types ---------------------------------------------------------------------------------------------
-def _duplicates(keys: list[Any]) -> list[int]:
-    """The indexes where a key is seen the second time (each duplicated key once), as Kubernetes reports them."""
-    seen: dict[Any, int] = {}
-    found: list[int] = []
-    for i, k in enumerate(keys):
-        times = seen.get(k, 0)
-        if times == 1:
-            found.append(i)
-        seen[k] = times + 1
-    return found
-
-
-_NO_KEY = ("unspecified",)
-
-
-def _check_list_map(keys: tuple[str, ...], value: list[Any], path: str) -> Causes:
-    for i, item in enumerate(value):
-        if item is not None and type(item) is not dict:
-            return [invalid(key(path, str(i)), item, "must be an object for an array of list-type map")]
-    if len(value) <= 1:
-        return []
-    errs: Causes = []
-    if len(keys) == 1:
-        name = keys[0]
-        found = [_NO_KEY if item is None or name not in item else _canonical(item[name]) for item in value]
-        for i in _duplicates(found):
-            item = value[i]
-            shown_key = {} if found[i] is _NO_KEY else {name: item[name]}
-            errs.append(duplicate(key(path, str(i)), shown_key))
-        return errs
-    entries = [{k: item[k] for k in keys if k in item} if item is not None else {} for item in value]
-    for i in _duplicates([_canonical(e) for e in entries]):
-        errs.append(duplicate(key(path, str(i)), entries[i]))
-    return errs
-
-
-def _map_list_correlation(node: Node, old: Any) -> Callable[[Any], Any]:
-    """The old item of a ``x-kubernetes-list-type: map`` list with the same keys as a new item (other lists do
-    not correlate items, so their rules see no oldSelf)."""
-    if node.list_type != "map" or not node.map_keys or type(old) is not list:
-        return lambda item: None
-    keys = node.map_keys
-    index: dict[Any, Any] = {}
-    for item in old:
-        if type(item) is dict:
-            index.setdefault(tuple(_canonical(item.get(k)) for k in keys), item)
-
-    def correlate(item: Any) -> Any:
-        if type(item) is not dict:
-            return None
-        return index.get(tuple(_canonical(item.get(k)) for k in keys))
-
-    return correlate
-
-
-# -- embedded resources ------------------------------------------------------------------------------------
-_GROUP_VERSION = re.compile(r"[^/]+(/[^/]+)?")
-
-
-def _check_embedded_resource(value: Obj, path: str) -> Causes:
-    errs: Causes = []
-    if "apiVersion" not in value:
-        errs.append(required(child(path, "apiVersion"), "must not be empty"))
-    if "kind" not in value:
-        errs.append(required(child(path, "kind"), "must not be empty"))
-    for k, v in value.items():
-        if k == "apiVersion":
-            if type(v) is not str:
-                errs.append(invalid(child(path, k), v, "must be a string"))
-            elif not v:
-                errs.append(invalid(child(path, k), v, "must not be empty"))
-            elif not _GROUP_VERSION.fullmatch(v):
-                errs.append(invalid(child(path, k), v, f"unexpected GroupVersion string: {v}"))
-        elif k == "kind":
-            if type(v) is not str:
-                errs.append(invalid(child(path, k), v, "must be a string"))
-            elif not v:
-                errs.append(invalid(child(path, k), v, "must not be empty"))
-            else:
-                problems = metavalidation.is_dns1035_label(v.lower())
-                if problems:
-                    errs.append(invalid(child(path, k), v,
-                                        "may have mixed case, but should otherwise match: " + ",".join(problems)))
-        elif k == "metadata" and type(v) is dict:
-            meta = dict(v)
-            if not meta.get("name"):
-                meta["name"] = "fakename"
-            for cause in metavalidation.validate_object_meta(meta, "path", bool(meta.get("namespace"))):
-                errs.append(Cause(child(path, cause.field), cause.reason, cause.message))
-        elif k == "metadata":
-            errs.append(invalid(child(path, k), v, "must be an object"))
-    return errs
 
 
 # -- the whole schema ----------------------------------------------------------------------------------------
