@@ -426,3 +426,25 @@ def test_compiling_once_then_validating_many_objects_does_not_mutate_them() -> N
     for _ in range(3):
         assert compiled.validate(obj, obj) == []
     assert obj == before
+
+
+# -- ratcheting (CRDValidationRatcheting, on by default in 1.32) -----------------------------------------------------
+def test_an_update_may_keep_a_value_that_a_tightened_schema_refuses_but_not_change_it() -> None:
+    schema = obj_schema(size={"type": "string", "maxLength": 3}, replicas={"type": "integer"})
+    old = cr(size="large", replicas=1)
+    assert validate(schema, cr(size="large", replicas=2), old) == []
+    assert validate(schema, cr(size="larger", replicas=2), old) == ["spec.size: Too long: may not be more than 3 bytes"]
+    assert validate(schema, cr(size="large", replicas=2)) == ["spec.size: Too long: may not be more than 3 bytes"]
+
+
+def test_a_failing_rule_on_an_unchanged_value_is_let_pass_on_update() -> None:
+    schema = obj_schema(name={"type": "string", "x-kubernetes-validations": [{"rule": "self.size() < 4"}]},
+                        tags={"type": "array", "items": {"type": "string",
+                                                         "x-kubernetes-validations": [{"rule": "self != 'bad'"}]}},
+                        other={"type": "integer"})
+    old = cr(name="toolong", tags=["bad"], other=1)
+    assert validate(schema, cr(name="toolong", tags=["bad"], other=2), old) == []
+    assert validate(schema, cr(name="toolonger", tags=["bad", "bad"], other=2), old) == [
+        'spec.name: Invalid value: "string": failed rule: self.size() < 4',
+        "spec.tags[0]: Invalid value: \"string\": failed rule: self != 'bad'",
+        "spec.tags[1]: Invalid value: \"string\": failed rule: self != 'bad'"]

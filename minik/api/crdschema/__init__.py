@@ -16,7 +16,9 @@ Pure: no I/O; imports minik.api, the standard library and the CEL runtime (cel-e
     (on write after pruning, and on read from storage);
   - ``validate(obj, old=None) -> list[Cause]``: OpenAPI validation, embedded resources, list types and map keys,
     then the CEL rules of x-kubernetes-validations (transition rules only when ``old`` is given); an error at the
-    root has the field ``<nil>``, as Kubernetes prints it.
+    root has the field ``<nil>``, as Kubernetes prints it. On an update (``old`` given) values equal to their
+    correlated old values are ratcheted as in Kubernetes 1.32 (CRDValidationRatcheting): their schema errors and
+    their failing rules that do not use oldSelf are let pass (Kubernetes warns about the latter; no warning here).
 
 Metadata at the root is left to the API server (ObjectMeta validation), as Kubernetes does.
 """

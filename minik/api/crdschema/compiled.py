@@ -55,6 +55,8 @@ Causes = list[Cause]
 Check = Callable[[Any, str, Causes], None]
 
 _MISSING = object()
+#: no old value to ratchet against (a create, or a part of an update that does not correlate with the old object)
+NO_OLD: Any = object()
 META_FIELDS = frozenset(("apiVersion", "kind", "metadata"))
 _KIND_NAMES = {bool: "boolean", str: "string", int: "integer", float: "number", list: "array", dict: "object"}
 #: the Go format name of a value's type, as kube-openapi's type check reports it for a string format
@@ -369,16 +371,20 @@ class Node:
         return object_value
 
     # -- validation (kube-openapi) --
-    def check(self, value: Any, path: str, errs: Causes) -> None:
+    def check(self, value: Any, path: str, errs: Causes, old: Any = NO_OLD) -> None:
+        """kube-openapi's validation of ``value``; with ``old`` (the correlated old value, on the ratcheting pass
+        of an update) a value equal to its old one is not checked, as Kubernetes ratchets unchanged values."""
+        if old is not NO_OLD and old == value:
+            return
         t = type(value)
         if t is dict:
             if t not in self.accepts:
                 self._add_type_error(value, path, errs)
-            self._check_object(value, path, errs)
+            self._check_object(value, path, errs, old)
         elif t is list:
             if t not in self.accepts:
                 self._add_type_error(value, path, errs)
-            self._check_array(value, path, errs)
+            self._check_array(value, path, errs, old)
         elif value is None:
             if self.checks_types and self.types_label and not self.nullable:
                 errs.append(type_invalid(shown(path), "null",
@@ -396,11 +402,17 @@ class Node:
         if error is not None:
             errs.append(error)
 
-    def _check_array(self, value: list[Any], path: str, errs: Causes) -> None:
+    def _check_array(self, value: list[Any], path: str, errs: Causes, old: Any = NO_OLD) -> None:
         items = self.items
         if items is not None:
-            for i, item in enumerate(value):
-                items.check(item, f"{path}[{i}]", errs)
+            if old is NO_OLD:
+                for i, item in enumerate(value):
+                    items.check(item, f"{path}[{i}]", errs)
+            else:
+                correlate = map_list_correlation(self, old)
+                for i, item in enumerate(value):
+                    before = correlate(item)
+                    items.check(item, f"{path}[{i}]", errs, NO_OLD if before is None else before)
         size = len(value)
         if self.min_items is not None and size < self.min_items:
             errs.append(invalid(shown(path), size, in_body(path, f"should have at least {self.min_items} items")))
@@ -411,7 +423,7 @@ class Node:
         for check in self.common:
             check(value, path, errs)
 
-    def _check_object(self, value: Obj, path: str, errs: Causes) -> None:
+    def _check_object(self, value: Obj, path: str, errs: Causes, old: Any = NO_OLD) -> None:
         size = len(value)
         if self.min_props is not None and size < self.min_props:
             errs.append(invalid(shown(path), size,
@@ -421,17 +433,27 @@ class Node:
         for check in self.common:
             check(value, path, errs)
         props = self.props
-        prefix = f"{path}." if path else ""
         if self.additional_false:
             for k in value:
                 if props is None or k not in props:
                     errs.append(invalid(shown(path), k, f"{path}.{k} in body is a forbidden property"))
-        elif self.additional is not None:
+        if old is not NO_OLD:
+            self._check_fields_ratcheting(value, path, errs, old)
+        else:
+            self._check_fields(value, path, errs)
+        for k in self.required:
+            if k not in value:
+                errs.append(required(f"{path}.{k}".lstrip(".")))
+
+    def _check_fields(self, value: Obj, path: str, errs: Causes) -> None:
+        props = self.props
+        if self.additional is not None:
             additional = self.additional
             for k, v in value.items():
                 if props is None or k not in props:
                     additional.check(v, f"{path}.{k}", errs)
         if props:
+            prefix = f"{path}." if path else ""
             for k, v in value.items():
                 node = props.get(k)
                 if node is None:
@@ -447,9 +469,18 @@ class Node:
                         node._check_array(v, prefix + k, errs)
                         continue
                 node.check(v, prefix + k, errs)
-        for k in self.required:
-            if k not in value:
-                errs.append(required(f"{path}.{k}".lstrip(".")))
+
+    def _check_fields_ratcheting(self, value: Obj, path: str, errs: Causes, old: Any) -> None:
+        """The fields on the ratcheting pass of an update: each checked against its old value, if any."""
+        olds = old if type(old) is dict else {}
+        props, additional = self.props, self.additional
+        prefix = f"{path}." if path else ""
+        for k, v in value.items():
+            node = props.get(k) if props is not None else None
+            if node is not None:
+                node.check(v, prefix + k, errs, olds.get(k, NO_OLD))
+            elif additional is not None:
+                additional.check(v, f"{path}.{k}", errs, olds.get(k, NO_OLD))
 
     # -- pruning --
     def prune(self, value: Any, path: str, removed: list[str]) -> None:
@@ -576,11 +607,17 @@ class Node:
                 self.items.check_embedded(v, key(path, str(i)), errs)
 
     # -- CEL --
-    def check_rules(self, value: Any, old: Any, path: str, errs: Causes) -> None:
+    def check_rules(self, value: Any, old: Any, path: str, errs: Causes, anchor: tuple[Any, Any] | None = None
+                    ) -> None:
+        """The CEL rules of this node and below. ``old`` is the correlated old value (None when there is none);
+        ``anchor`` is the nearest (old, new) pair that did correlate, which decides, as Kubernetes' ratcheting
+        does, whether a failing rule that does not use oldSelf is an error (the value changed) or is let pass."""
         if value is None:
             return
+        if old is not None:
+            anchor = (old, value)
         if self.rules:
-            self._run_rules(value, old, path, errs)
+            self._run_rules(value, old, path, errs, anchor)
         t = type(value)
         if t is dict:
             props, additional = self.props, self.additional
@@ -589,16 +626,19 @@ class Node:
                 node = props.get(k) if props is not None else None
                 if node is not None:
                     if node.rules_below:
-                        node.check_rules(v, old_map.get(k) if old_map is not None else None, child(path, k), errs)
+                        node.check_rules(v, old_map.get(k) if old_map is not None else None, child(path, k), errs,
+                                         anchor)
                 elif additional is not None and additional.rules_below:
-                    additional.check_rules(v, old_map.get(k) if old_map is not None else None, key(path, k), errs)
+                    additional.check_rules(v, old_map.get(k) if old_map is not None else None, key(path, k), errs,
+                                           anchor)
         elif t is list and self.items is not None and self.items.rules_below:
             items = self.items
             correlate = map_list_correlation(self, old)
             for i, v in enumerate(value):
-                items.check_rules(v, correlate(v), key(path, str(i)), errs)
+                items.check_rules(v, correlate(v), key(path, str(i)), errs, anchor)
 
-    def _run_rules(self, value: Any, old: Any, path: str, errs: Causes) -> None:
+    def _run_rules(self, value: Any, old: Any, path: str, errs: Causes, anchor: tuple[Any, Any] | None
+                   ) -> None:
         shown_type = self.type
         convert = self.convert
         fields = self.rule_fields
@@ -632,6 +672,8 @@ class Node:
                 continue
             if outcome.value is True:
                 continue
+            if not rule.uses_old_self and anchor is not None and anchor[0] == anchor[1]:
+                continue  # unchanged since the old object: Kubernetes ratchets it (a warning, not an error)
             target = child(path, rule.field_path) if rule.field_path else path
             detail = self._rule_message(rule, self_value, old_value, old is not None)
             errs.append(_rule_error(shown(target), shown_type, detail, rule.reason))
@@ -717,6 +759,9 @@ class CompiledSchema:
         only when nothing blocking was found; transition rules only with ``old``)."""
         errs: Causes = []
         self.root.check(obj, "", errs)
+        if errs and old is not None:
+            errs = []
+            self.root.check(obj, "", errs, old)
         root = self.root
         if root.embedded_below:
             root.check_embedded(obj, "", errs)
