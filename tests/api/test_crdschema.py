@@ -491,3 +491,10 @@ def test_a_valid_operator_style_schema_passes() -> None:
         "status": {"type": "object", "properties": {"conditions": {"type": "array", "items": {
             "type": "object", "x-kubernetes-map-type": "atomic", "properties": {"type": {"type": "string"}}}}}}}}
     assert check_structural(schema, P, status_subresource=True) == []
+
+
+def test_list_duplicates_are_refused_on_update_unless_the_old_object_had_them_too() -> None:
+    schema = obj_schema(tags={"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set"},
+                        n={"type": "integer"})
+    assert validate(schema, cr(tags=["a", "a"], n=2), cr(tags=["a"], n=1)) == ['spec.tags[1]: Duplicate value: "a"']
+    assert validate(schema, cr(tags=["a", "a"], n=2), cr(tags=["b", "b"], n=1)) == []

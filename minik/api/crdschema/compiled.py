@@ -55,6 +55,10 @@ Causes = list[Cause]
 Check = Callable[[Any, str, Causes], None]
 
 _MISSING = object()
+#: the item key of a map list item that lacks it
+NO_KEY = ("<none>",)
+#: a marker the OpenAPI walk leaves when a set or map list has duplicates, for the list-type walk to word
+LIST_PROBLEM = Cause("", "", "")
 #: no old value to ratchet against (a create, or a part of an update that does not correlate with the old object)
 NO_OLD: Any = object()
 META_FIELDS = frozenset(("apiVersion", "kind", "metadata"))
@@ -277,6 +281,8 @@ class Node:
         self.trivial = self.type not in ("object", "array", "") and not self.common and \
             not any(self.scalar_checks.values())
         self.prop_keys = frozenset(self.props or ())
+        self.object_rules = self.min_props is not None or self.max_props is not None or bool(self.common) or \
+            self.additional_false
 
     def _children(self) -> list[Node]:
         found = list(self.props.values()) if self.props else []
@@ -420,10 +426,37 @@ class Node:
             errs.append(too_many(shown(path), size, self.max_items))
         if self.unique and len({canonical(v) for v in value}) != size:
             errs.append(invalid(shown(path), "", in_body(path, "shouldn't contain duplicates")))
+        if self.list_type in ("set", "map") and size > 1 and not self._list_ok(value):
+            errs.append(LIST_PROBLEM)  # the list-type walk words it, with field.Path's spelling
         for check in self.common:
             check(value, path, errs)
 
+    def _list_ok(self, value: list[Any]) -> bool:
+        """No duplicate in a set list, no duplicate key (nor non-object item) in a map list."""
+        if self.list_type == "set":
+            return len({canonical(v) for v in value}) == len(value)
+        keys = self.map_keys
+        seen = set()
+        for item in value:
+            if type(item) is not dict:
+                return False
+            seen.add(tuple(canonical(item[k]) if k in item else NO_KEY for k in keys))
+        return len(seen) == len(value)
+
     def _check_object(self, value: Obj, path: str, errs: Causes, old: Any = NO_OLD) -> None:
+        if self.object_rules:
+            self._object_rules(value, path, errs)
+        if old is not NO_OLD:
+            self._check_fields_ratcheting(value, path, errs, old)
+        else:
+            self._check_fields(value, path, errs)
+        if self.required:
+            for k in self.required:
+                if k not in value:
+                    errs.append(required(f"{path}.{k}".lstrip(".")))
+
+    def _object_rules(self, value: Obj, path: str, errs: Causes) -> None:
+        """minProperties, maxProperties, enum and junctors, ``additionalProperties: false``."""
         size = len(value)
         if self.min_props is not None and size < self.min_props:
             errs.append(invalid(shown(path), size,
@@ -437,13 +470,6 @@ class Node:
             for k in value:
                 if props is None or k not in props:
                     errs.append(invalid(shown(path), k, f"{path}.{k} in body is a forbidden property"))
-        if old is not NO_OLD:
-            self._check_fields_ratcheting(value, path, errs, old)
-        else:
-            self._check_fields(value, path, errs)
-        for k in self.required:
-            if k not in value:
-                errs.append(required(f"{path}.{k}".lstrip(".")))
 
     def _check_fields(self, value: Obj, path: str, errs: Causes) -> None:
         props = self.props
@@ -758,15 +784,22 @@ class CompiledSchema:
         """The schema's verdict: OpenAPI validation, embedded resources, list types, then the CEL rules (run
         only when nothing blocking was found; transition rules only with ``old``)."""
         errs: Causes = []
-        self.root.check(obj, "", errs)
+        root = self.root
+        root.check(obj, "", errs)
+        list_problem = LIST_PROBLEM in errs
         if errs and old is not None:
             errs = []
-            self.root.check(obj, "", errs, old)
-        root = self.root
+            root.check(obj, "", errs, old)
+        if list_problem:
+            errs = [e for e in errs if e is not LIST_PROBLEM]
         if root.embedded_below:
             root.check_embedded(obj, "", errs)
-        if root.lists_below or root.list_type:
-            root.check_lists(obj, "", errs)
+        if list_problem:
+            old_problems: Causes = []
+            if old is not None:  # on update, only when the old object had no such problem (as Kubernetes)
+                root.check_lists(old, "", old_problems)
+            if not old_problems:
+                root.check_lists(obj, "", errs)
         if root.rules_below:
             if any(e.reason in _BLOCKING for e in errs):
                 errs.append(BLOCKED)
