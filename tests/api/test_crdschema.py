@@ -498,3 +498,12 @@ def test_list_duplicates_are_refused_on_update_unless_the_old_object_had_them_to
                         n={"type": "integer"})
     assert validate(schema, cr(tags=["a", "a"], n=2), cr(tags=["a"], n=1)) == ['spec.tags[1]: Duplicate value: "a"']
     assert validate(schema, cr(tags=["a", "a"], n=2), cr(tags=["b", "b"], n=1)) == []
+
+
+def test_quantities_compare_by_value_in_rules() -> None:
+    schema = obj_schema(memory={"type": "string", "x-kubernetes-validations": [
+        {"rule": "quantity(self).isLessThan(quantity('1Gi'))", "message": "at most 1Gi"},
+        {"rule": "quantity('1Gi') == quantity('1024Mi') && quantity('2k').asInteger() == 2000"}]})
+    assert check_structural(schema, P) == []
+    assert validate(schema, cr(memory="512Mi")) == []
+    assert validate(schema, cr(memory="2Gi")) == ['spec.memory: Invalid value: "string": at most 1Gi']

@@ -11,7 +11,10 @@ compiles, as Kubernetes' cross-type numeric comparisons allow).
 Kubernetes' extension libraries, beyond the standard library and the strings (version 2), optional and
 bindings extensions, are here in part (see ``_k8s_library``): lists (isSorted, sum, min, max, indexOf,
 lastIndexOf), regex (find, findAll), sets (contains, equivalent, intersects) and the checks isURL, isIP, isCIDR,
-isQuantity. The functions returning opaque types (url(), quantity(), ip(), cidr(), format.named()) are not.
+isQuantity, and quantity() with its methods (isLessThan, isGreaterThan, compareTo, add, sub, sign, isInteger,
+asInteger, asApproximateFloat), where a quantity is carried as the string of its exact value (so two quantities
+of equal value are equal). The functions returning other opaque types (url(), ip(), cidr(), format.named()) are
+not there.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import ipaddress
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 from urllib.parse import urlparse
 
@@ -179,6 +183,62 @@ def _is_quantity(text: str) -> bool:
     return True
 
 
+def _quantity(text: str) -> str:
+    """A quantity as this library carries it: the string of its exact value (``1Gi`` -> ``1073741824``)."""
+    value = parse_quantity(text)
+    return _q_str(value)
+
+
+def _q_str(value: Decimal) -> str:
+    text = format(value.normalize(), "f")
+    return text
+
+
+def _q(text: str) -> Decimal:
+    return Decimal(text)
+
+
+def _q_compare(a: str, b: str) -> int:
+    x, y = _q(a), _q(b)
+    return -1 if x < y else (1 if x > y else 0)
+
+
+def _q_as_integer(a: str) -> int:
+    value = _q(a)
+    if value != value.to_integral_value() or not -(2 ** 63) <= value < 2 ** 63:
+        raise ValueError("cannot convert value to integer")
+    return int(value)
+
+
+def _q_add(a: str, b: Any) -> str:
+    return _q_str(_q(a) + (_q(b) if isinstance(b, str) else Decimal(b)))
+
+
+def _q_sub(a: str, b: Any) -> str:
+    return _q_str(_q(a) - (_q(b) if isinstance(b, str) else Decimal(b)))
+
+
+def _quantity_functions() -> list[Any]:
+    q = T.STRING
+
+    def member(name: str, overloads: list[tuple[str, Any, list[Any], Callable[..., Any]]]) -> Any:
+        return cel.FunctionDecl(name, [cel.Overload(oid, result, params, is_member=True, impl=impl)
+                                       for oid, result, params, impl in overloads])
+
+    return [
+        cel.FunctionDecl("quantity", [cel.Overload("k8s_quantity", q, [T.STRING], impl=_quantity)]),
+        member("isLessThan", [("k8s_q_is_less_than", T.BOOL, [q, q], lambda a, b: _q_compare(a, b) < 0)]),
+        member("isGreaterThan", [("k8s_q_is_greater_than", T.BOOL, [q, q], lambda a, b: _q_compare(a, b) > 0)]),
+        member("compareTo", [("k8s_q_compare_to", T.INT, [q, q], _q_compare)]),
+        member("add", [("k8s_q_add", q, [q, q], _q_add), ("k8s_q_add_int", q, [q, T.INT], _q_add)]),
+        member("sub", [("k8s_q_sub", q, [q, q], _q_sub), ("k8s_q_sub_int", q, [q, T.INT], _q_sub)]),
+        member("sign", [("k8s_q_sign", T.INT, [q], lambda a: _q_compare(a, "0"))]),
+        member("isInteger", [("k8s_q_is_integer", T.BOOL, [q], lambda a: _q(a) == _q(a).to_integral_value())]),
+        member("asInteger", [("k8s_q_as_integer", T.INT, [q], _q_as_integer)]),
+        member("asApproximateFloat", [("k8s_q_as_float", T.DOUBLE, [q], lambda a: float(_q(a)))]),
+    ]
+
+
 def _k8s_library() -> Any:
     ld = T.List(T.DYN)
     ls = T.List(T.STRING)
@@ -208,6 +268,7 @@ def _k8s_library() -> Any:
         function("isIP", "k8s_is_ip", T.BOOL, [T.STRING], _is_ip),
         function("isCIDR", "k8s_is_cidr", T.BOOL, [T.STRING], _is_cidr),
         function("isQuantity", "k8s_is_quantity", T.BOOL, [T.STRING], _is_quantity),
+        *_quantity_functions(),
     ])
 
 
