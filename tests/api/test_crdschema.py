@@ -458,6 +458,14 @@ def test_unknown_fields_under_maps_are_spelt_with_dots_as_kubernetes_reports_the
     assert obj["spec"]["byZone"] == {"eu-1": {"replicas": 1}}
 
 
+def test_metadata_declared_in_the_schema_is_not_pruned() -> None:
+    schema = {"type": "object", "properties": {"metadata": {"type": "object"}, "spec": {"type": "object"}}}
+    obj = cr()
+    obj["metadata"] = {"name": "w", "labels": {"a": "b"}, "annotations": {"c": "d"}}
+    assert CompiledSchema.from_openapi(schema).prune(obj) == []
+    assert obj["metadata"] == {"name": "w", "labels": {"a": "b"}, "annotations": {"c": "d"}}
+
+
 def test_a_schema_that_preserves_unknown_fields_at_the_root_prunes_nothing() -> None:
     schema = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
     obj = cr(anything={"at": ["all"]})

@@ -526,10 +526,12 @@ class Node:
                 del value[k]
             for k, v in value.items():
                 if type(v) is dict or type(v) is list:
+                    if self.resource_root and k in META_FIELDS:
+                        continue  # a resource's apiVersion, kind and metadata are never pruned here
                     node = props.get(k) if props is not None else None
                     if node is not None:
                         node.prune(v, prefix + k, removed)
-                    elif self.has_additional and not (self.resource_root and k in META_FIELDS):
+                    elif self.has_additional:
                         _prune_with(additional, v, prefix + k, removed)
         elif t is list:
             items = self.items
