@@ -23,7 +23,8 @@ Pure: no I/O; imports minik.api, the standard library and the CEL runtime (cel-e
 Metadata at the root is left to the API server (ObjectMeta validation), as Kubernetes does.
 """
 
-from minik.api.crdschema.compiled import CompiledSchema, cel_escape
+from minik.api.crdschema.compiled import CompiledSchema
+from minik.api.crdschema.rules import cel_escape
 from minik.api.crdschema.structural import check_structural
 
 __all__ = ["CompiledSchema", "cel_escape", "check_structural"]

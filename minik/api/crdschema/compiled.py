@@ -39,7 +39,6 @@ from minik.api.crdschema.gofmt import (
     NIL_PATH,
     child,
     duplicate,
-    forbidden,
     go_quote,
     invalid,
     key,
@@ -48,6 +47,7 @@ from minik.api.crdschema.gofmt import (
     too_many,
     type_invalid,
 )
+from minik.api.crdschema.rules import Rule, cel_escape, compile_rules, rule_error
 from minik.api.errors import Cause
 
 Obj = dict[str, Any]
@@ -70,76 +70,6 @@ _BLOCKING = frozenset(("FieldValueNotSupported", "FieldValueRequired", "FieldVal
                        "FieldValueTypeInvalid"))
 BLOCKED = invalid(NIL_PATH, None, "some validation rules were not checked because the object was invalid; correct "
                   "the existing errors to complete validation")
-
-
-# -- CEL rules --------------------------------------------------------------------------------------------
-@dataclass
-class Rule:
-    """One ``x-kubernetes-validations`` entry, compiled."""
-
-    source: str
-    message: str
-    reason: str | None
-    field_path: str
-    optional_old_self: bool
-    uses_old_self: bool = False
-    program: Any = None
-    message_program: Any = None
-    error: str | None = None
-    message_error: str | None = None
-
-    @property
-    def error_string(self) -> str:
-        return self.message.strip() if self.message else self.source.strip()
-
-
-_FIELD_PATH_TOKEN = re.compile(r"\.([^.\[\]]+)|\['((?:\\.|[^'\\])*)'\]")
-
-
-def normalize_field_path(text: str) -> str | None:
-    """``.spec.ports['a.b']`` as a ``field.Path`` suffix (``spec.ports[a.b]``), None when it is no such path."""
-    pos, out = 0, ""
-    text = text.strip()
-    while pos < len(text):
-        m = _FIELD_PATH_TOKEN.match(text, pos)
-        if not m:
-            return None
-        if m.group(1) is not None:
-            out = child(out, m.group(1))
-        else:
-            out = key(out, re.sub(r"\\(.)", r"\1", m.group(2)))
-        pos = m.end()
-    return out or None
-
-
-def _compile_rules(raw: Any, node: Node) -> list[Rule]:
-    rules: list[Rule] = []
-    if not isinstance(raw, list):
-        return rules
-    self_type = node.cel_type()
-    for entry in raw:
-        if not isinstance(entry, dict):
-            continue
-        source = str(entry.get("rule") or "")
-        rule = Rule(source=source, message=str(entry.get("message") or ""),
-                    reason=entry.get("reason") if isinstance(entry.get("reason"), str) else None,
-                    field_path=normalize_field_path(str(entry.get("fieldPath") or "")) or "",
-                    optional_old_self=entry.get("optionalOldSelf") is True)
-        rules.append(rule)
-        if not source.strip():
-            continue
-        rule.uses_old_self = celrules.uses_old_self(source)
-        try:
-            rule.program = celrules.compile_rule(source, self_type, rule.optional_old_self and rule.uses_old_self)
-        except celrules.CompileError as exc:
-            rule.error = str(exc)
-        expression = entry.get("messageExpression")
-        if isinstance(expression, str) and expression.strip():
-            try:
-                rule.message_program = celrules.compile_message_expression(expression, self_type)
-            except celrules.CompileError as exc:
-                rule.message_error = str(exc)
-    return rules
 
 
 # -- the nodes --------------------------------------------------------------------------------------------
@@ -189,7 +119,7 @@ class Node:
         self._build_type_check()
         self._build_value_checks()
         self._build_shortcuts()
-        self.rules: list[Rule] = [] if value_only else _compile_rules(s.get("x-kubernetes-validations"), self)
+        self.rules: list[Rule] = [] if value_only else compile_rules(s.get("x-kubernetes-validations"), self.cel_type())
         #: the fields of an object the rules select (self.x, oldSelf.x), when they select nothing else
         self.rule_fields: frozenset[str] | None = None
         if self.rules and self.type == "object":
@@ -704,7 +634,7 @@ class Node:
                 continue  # unchanged since the old object: Kubernetes ratchets it (a warning, not an error)
             target = child(path, rule.field_path) if rule.field_path else path
             detail = self._rule_message(rule, self_value, old_value, old is not None)
-            errs.append(_rule_error(shown(target), shown_type, detail, rule.reason))
+            errs.append(rule_error(shown(target), shown_type, detail, rule.reason))
 
     @staticmethod
     def _rule_message(rule: Rule, self_value: Any, old_value: Any, has_old: bool) -> str:
@@ -733,31 +663,6 @@ def _prune_with(node: Node | None, value: Any, path: str, removed: list[str]) ->
 
 def _is_int_or_string_any_of(raw: Any) -> bool:
     return isinstance(raw, list) and len(raw) == 2 and raw[0] == {"type": "integer"} and raw[1] == {"type": "string"}
-
-
-def _rule_error(path: str, shown_type: str, detail: str, reason: str | None) -> Cause:
-    if reason == "FieldValueForbidden":
-        return forbidden(path, detail)
-    if reason == "FieldValueRequired":
-        return required(path, detail)
-    if reason == "FieldValueDuplicate":
-        return duplicate(path, shown_type)
-    return invalid(path, shown_type, detail)
-
-
-_ESCAPABLE = re.compile(r"[a-zA-Z_.\-/][a-zA-Z0-9_.\-/]*")
-_RESERVED = frozenset(("true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function",
-                       "if", "import", "let", "loop", "package", "namespace", "return", "var", "void", "while"))
-
-
-def cel_escape(name: str) -> str | None:
-    """The name a property has in CEL (Kubernetes' escaping); None when CEL cannot name it."""
-    if name in _RESERVED:
-        return f"__{name}__"
-    if not _ESCAPABLE.fullmatch(name):
-        return None
-    return (name.replace("__", "__underscores__").replace(".", "__dot__").replace("-", "__dash__")
-            .replace("/", "__slash__"))
 
 
 # -- the whole schema ----------------------------------------------------------------------------------------
