@@ -515,3 +515,17 @@ def test_quantities_compare_by_value_in_rules() -> None:
     assert check_structural(schema, P) == []
     assert validate(schema, cr(memory="512Mi")) == []
     assert validate(schema, cr(memory="2Gi")) == ['spec.memory: Invalid value: "string": at most 1Gi']
+
+
+def test_ip_cidr_and_url_functions_answer_as_kubernetes_does() -> None:
+    schema = obj_schema(
+        net={"type": "string", "x-kubernetes-validations": [
+            {"rule": "isCIDR(self) && cidr(self).containsIP(ip('10.1.2.3'))", "message": "must contain 10.1.2.3"},
+            {"rule": "cidr(self).prefixLength() >= 8 && cidr(self).ip().family() == 4"}]},
+        endpoint={"type": "string", "x-kubernetes-validations": [
+            {"rule": "isURL(self) && url(self).getScheme() == 'https'", "message": "must be an https URL"}]})
+    assert check_structural(schema, P) == []
+    assert validate(schema, cr(net="10.0.0.0/8", endpoint="https://example.com:8443/x")) == []
+    assert validate(schema, cr(net="192.168.0.0/16", endpoint="http://example.com")) == [
+        'spec.net: Invalid value: "string": must contain 10.1.2.3',
+        'spec.endpoint: Invalid value: "string": must be an https URL']

@@ -13,8 +13,9 @@ bindings extensions, are here in part (see ``_k8s_library``): lists (isSorted, s
 lastIndexOf), regex (find, findAll), sets (contains, equivalent, intersects) and the checks isURL, isIP, isCIDR,
 isQuantity, and quantity() with its methods (isLessThan, isGreaterThan, compareTo, add, sub, sign, isInteger,
 asInteger, asApproximateFloat), where a quantity is carried as the string of its exact value (so two quantities
-of equal value are equal). The functions returning other opaque types (url(), ip(), cidr(), format.named()) are
-not there.
+of equal value are equal), and ip(), cidr() and url() with their methods (see celnet). Not there: format.named()
+and the format library, the authorizer library (no use in CRD rules), and two-variable comprehensions (Kubernetes
+1.32's ``all(i, v, ...)``), which this runtime's parser lacks.
 """
 
 from __future__ import annotations
@@ -22,17 +23,16 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
-import ipaddress
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
-from urllib.parse import urlparse
 
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_encoders, ext_math, ext_optional, ext_strings
 
+from minik.api.crdschema import celnet
 from minik.api.quantity import parse_quantity
 
 T = cel.Type
@@ -148,33 +148,6 @@ def _sets_intersects(a: list[Any], b: list[Any]) -> bool:
     return any(any(x == y for y in a) for x in b)
 
 
-def _is_url(text: str) -> bool:
-    """Go's url.ParseRequestURI accepts an absolute URL or an absolute path."""
-    if text.startswith("/"):
-        return True
-    try:
-        parsed = urlparse(text)
-    except ValueError:
-        return False
-    return bool(parsed.scheme)
-
-
-def _is_ip(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return "%" not in text
-
-
-def _is_cidr(text: str) -> bool:
-    try:
-        ipaddress.ip_network(text, strict=False)
-    except ValueError:
-        return False
-    return "/" in text
-
-
 def _is_quantity(text: str) -> bool:
     try:
         parse_quantity(text)
@@ -264,11 +237,12 @@ def _k8s_library() -> Any:
         function("sets.contains", "k8s_sets_contains", T.BOOL, [ld, ld], _sets_contains),
         function("sets.equivalent", "k8s_sets_equivalent", T.BOOL, [ld, ld], _sets_equivalent),
         function("sets.intersects", "k8s_sets_intersects", T.BOOL, [ld, ld], _sets_intersects),
-        function("isURL", "k8s_is_url", T.BOOL, [T.STRING], _is_url),
-        function("isIP", "k8s_is_ip", T.BOOL, [T.STRING], _is_ip),
-        function("isCIDR", "k8s_is_cidr", T.BOOL, [T.STRING], _is_cidr),
+        function("isURL", "k8s_is_url", T.BOOL, [T.STRING], celnet.is_url),
+        function("isIP", "k8s_is_ip", T.BOOL, [T.STRING], celnet.is_ip),
+        function("isCIDR", "k8s_is_cidr", T.BOOL, [T.STRING], celnet.is_cidr),
         function("isQuantity", "k8s_is_quantity", T.BOOL, [T.STRING], _is_quantity),
         *_quantity_functions(),
+        *celnet.functions(),
     ])
 
 
