@@ -327,6 +327,17 @@ def compile_rule(source: str, self_type: Any, optional_old_self: bool = False) -
     return program
 
 
+def compile_all(sources: list[str], self_type: Any) -> Any:
+    """One program that is true when every rule of ``sources`` (none using oldSelf) is; None if it does not
+    compile (then the rules run one by one)."""
+    env = environment(self_type)
+    text = "[" + ", ".join(f"({source}\n)" for source in sources) + "].all(__minik_rule__, __minik_rule__)"
+    try:
+        return env.compile(text)
+    except RuntimeError:
+        return None
+
+
 def compile_message_expression(source: str, self_type: Any) -> Any:
     env = environment(self_type)
     try:

@@ -126,6 +126,12 @@ class Node:
             sources = [r.source for r in self.rules] + [str(e.get("messageExpression") or "") for e in
                                                          s.get("x-kubernetes-validations") or [] if isinstance(e, dict)]
             self.rule_fields = celrules.self_fields(*(x.replace("oldSelf", "self") for x in sources))
+        #: the rules that need only ``self``, as one program that is true when all of them are (one evaluation
+        #: for the common case that every rule holds; the rules are then run one by one only to word a failure)
+        self.together: list[Rule] = [r for r in self.rules if r.program is not None and not r.uses_old_self]
+        self.together_program: Any = None
+        if len(self.together) > 1:
+            self.together_program = celrules.compile_all([r.source for r in self.together], self.cel_type())
         self._build_flags()
 
     @staticmethod
@@ -609,7 +615,11 @@ class Node:
         if old is not None:
             old_value = convert(old) if convert is not None else old
         where = shown(path)
+        together_passed = self.together_program is not None and \
+            celrules.run(self.together_program, {"self": self_value}).value is True
         for rule in self.rules:
+            if together_passed and rule.program is not None and not rule.uses_old_self:
+                continue
             if rule.error is not None:
                 errs.append(invalid(where, shown_type, f"rule compile error: {rule.error}"))
                 continue
