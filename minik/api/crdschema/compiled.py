@@ -30,6 +30,7 @@ from minik.api.crdschema.checks import (
     in_body,
     int_or_none,
     is_int,
+    json_copy,
     junctor_check,
     map_list_correlation,
     number_check,
@@ -509,10 +510,10 @@ class Node:
                         if node.default is _MISSING:
                             del value[k]
                         elif node is additional:
-                            value[k] = copy.deepcopy(node.default)
+                            value[k] = json_copy(node.default)
             for k, node in self.defaulted:
                 if k not in value or (value[k] is None and not node.nullable):
-                    value[k] = copy.deepcopy(node.default)
+                    value[k] = json_copy(node.default)
             for k, v in value.items():
                 if type(v) is dict or type(v) is list:
                     node = props.get(k) if props is not None else None
@@ -526,7 +527,7 @@ class Node:
                 return
             for i, v in enumerate(value):
                 if v is None and not items.nullable and items.default is not _MISSING:
-                    value[i] = v = copy.deepcopy(items.default)
+                    value[i] = v = json_copy(items.default)
                 if type(v) is dict or type(v) is list:
                     items.apply_defaults(v)
 
