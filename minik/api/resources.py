@@ -59,6 +59,13 @@ REGISTRY = Registry([
     ResourceType("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", "rolebinding", True,
                  kinds.RoleBindingStrategy()),
     ResourceType("rbac.authorization.k8s.io", "v1", "Role", "roles", "role", True, kinds.RoleStrategy()),
+    # admissionregistration.k8s.io/v1: the webhooks admission calls (minik.apiserver.admission.webhook)
+    ResourceType("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration",
+                 "mutatingwebhookconfigurations", "mutatingwebhookconfiguration", False,
+                 kinds.MutatingWebhookConfigurationStrategy(), categories=("api-extensions",)),
+    ResourceType("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration",
+                 "validatingwebhookconfigurations", "validatingwebhookconfiguration", False,
+                 kinds.ValidatingWebhookConfigurationStrategy(), categories=("api-extensions",)),
     # authentication.k8s.io/v1 and authorization.k8s.io/v1: questions answered, never stored (minik.apiserver.auth.reviews)
     ResourceType("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", "selfsubjectreview",
                  False, kinds.ClusterReviewStrategy(), verbs=_ASK),

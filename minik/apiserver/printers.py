@@ -712,6 +712,16 @@ def _binding_cells(binding: Obj, now: float) -> Cells:
             since(meta.get("creationTimestamp"), now), named("User"), named("Group"), accounts]
 
 
+def _webhook_configuration_columns() -> list[Column]:
+    return [name_col(), col("Webhooks", "integer", "Webhooks indicates the number of webhooks registered in this "
+                                                   "configuration"), age_col()]
+
+
+def _webhook_configuration_cells(config: Obj, now: float) -> Cells:
+    meta = _dict(config.get("metadata"))
+    return [meta.get("name", ""), len(_list(config.get("webhooks"))), since(meta.get("creationTimestamp"), now)]
+
+
 def _default_columns() -> list[Column]:
     return [name_col(), age_col()]
 
@@ -744,6 +754,8 @@ _PRINTERS: dict[str, Printer] = {
     "ClusterRole": Printer(_role_columns, _role_cells),
     "RoleBinding": Printer(_binding_columns, _binding_cells),
     "ClusterRoleBinding": Printer(_binding_columns, _binding_cells),
+    "MutatingWebhookConfiguration": Printer(_webhook_configuration_columns, _webhook_configuration_cells),
+    "ValidatingWebhookConfiguration": Printer(_webhook_configuration_columns, _webhook_configuration_cells),
 }
 _DEFAULT = Printer(_default_columns, _default_cells)
 
