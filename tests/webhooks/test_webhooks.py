@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING
 from hooks import CM, MUTATING, PODS, VALIDATING, configmap, configure, hook
 from webhook_server import WebhookServer, add_label, allow, deny, free_port, slow
 
+from minik.api.resources import REGISTRY
+from minik.cluster import Cluster
+
 if TYPE_CHECKING:
     from conftest import ApiHttp
 
@@ -309,14 +312,11 @@ async def test_a_dry_run_calls_webhooks_without_side_effects_with_dry_run_set(ht
     assert (await http.get(f"{CM}/x"))[0] == 404
 
 
-async def test_a_dry_run_is_refused_by_a_webhook_with_side_effects(cluster: object, http: ApiHttp,
+async def test_a_dry_run_is_refused_by_a_webhook_with_side_effects(cluster: Cluster, http: ApiHttp,
                                                                    webhook: WebhookServer) -> None:
     """sideEffects Some and Unknown are refused by admissionregistration/v1 (they were v1beta1's); a configuration
     stored before still holds them: it is written here to the store as such an old one would be."""
-    from minik.api.resources import REGISTRY
-    from minik.cluster import Cluster
-
-    assert isinstance(cluster, Cluster) and cluster.store is not None
+    assert cluster.store is not None
     webhook.on("/v", allow())
     config = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
               "metadata": {"name": "legacy", "uid": "1", "creationTimestamp": "2020-01-01T00:00:00Z"},
@@ -422,3 +422,10 @@ async def test_a_service_without_endpoints_is_a_call_failure_in_kubernetes_words
     assert body["message"] == ('Internal error occurred: failed calling webhook "idle.example.com": failed to call '
                                'webhook: Post "https://idle.default.svc:443?timeout=10s": no endpoints available for '
                                'service "idle"')
+
+
+def test_the_webhook_plugins_close_the_admission_chain(cluster: Cluster) -> None:
+    assert cluster.api is not None
+    names = [plugin.name for plugin in cluster.api.admission.plugins]
+    assert names[-2:] == ["MutatingAdmissionWebhook", "ValidatingAdmissionWebhook"]
+    assert names.index("PodSecurity") < names.index("MutatingAdmissionWebhook")
