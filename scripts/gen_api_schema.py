@@ -63,6 +63,7 @@ INT_WIDTHS = {
     ("io.k8s.apimachinery.pkg.apis.meta.v1.StatusDetails", "retryAfterSeconds"): "int32",
     ("io.k8s.api.admissionregistration.v1.MutatingWebhook", "timeoutSeconds"): "int32",
     ("io.k8s.api.admissionregistration.v1.ServiceReference", "port"): "int32",
+    ("io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyStatus", "observedGeneration"): "int64",
     ("io.k8s.api.admissionregistration.v1.ValidatingWebhook", "timeoutSeconds"): "int32",
     ("io.k8s.api.batch.v1.WorkloadPodGroupGangSchedulingPolicy", "minCount"): "int32",
     ("io.k8s.api.core.v1.ClusterTrustBundleProjection", "user"): "int64",

@@ -128,12 +128,7 @@ def compile_conditions(raw: Any) -> tuple[Condition, ...]:
     for item in raw if isinstance(raw, list) else []:
         if not isinstance(item, dict):
             continue
-        expression = str(item.get("expression") or "")
-        try:
-            program, problem = compile_expression(expression), ""
-        except CompileError as exc:
-            program, problem = None, f"compilation failed: {exc}"
-        conditions.append(Condition(str(item.get("name") or ""), expression, program, problem))
+        conditions.append(compile_one(str(item.get("name") or ""), str(item.get("expression") or "")))
     return tuple(conditions)
 
 
@@ -144,37 +139,63 @@ class MatchResult:
     failed_condition: str = ""
 
 
-def _run(condition: Condition, context: cel.Context) -> bool | str:
-    """True or False, or the error as Kubernetes words it."""
-    if condition.program is None:
-        return f"expression '{condition.expression}' resulted in error: {condition.problem}"
+@dataclass(frozen=True)
+class Failure:
+    """An expression that could not be evaluated, as Kubernetes words it."""
+
+    message: str
+
+
+def compile_one(name: str, expression: str) -> Condition:
     try:
-        result = condition.program.execute(context)
+        return Condition(name, expression, compile_expression(expression))
+    except CompileError as exc:
+        return Condition(name, expression, None, f"compilation failed: {exc}")
+
+
+def _value(condition: Condition, context: cel.Context) -> Any:
+    """The expression's value, or a Failure."""
+    prefix = f"expression '{condition.expression}' resulted in error: "
+    if condition.program is None:
+        return Failure(prefix + condition.problem)
+    try:
+        return condition.program.execute(context)
     except KeyError as exc:
-        return f"expression '{condition.expression}' resulted in error: no such key: {exc.args[0] if exc.args else ''}"
-    except Exception as exc:  # noqa: BLE001 - any evaluation failure is the condition's error, never the server's
-        return f"expression '{condition.expression}' resulted in error: {exc}"
-    if not isinstance(result, bool):
-        return f"expression '{condition.expression}' resulted in error: must evaluate to bool"
-    return result
+        return Failure(f"{prefix}no such key: {exc.args[0] if exc.args else ''}")
+    except Exception as exc:  # noqa: BLE001 - any evaluation failure is the expression's error, never the server's
+        return Failure(f"{prefix}{exc}")
 
 
-async def match(conditions: tuple[Condition, ...], variables: Obj, authorize: Authorize | None) -> MatchResult:
-    """Kubernetes' rule: any condition false -> no match; else any error -> the error; else a match."""
+def boolean(condition: Condition, value: Any) -> bool | Failure:
+    """A value that must be a bool (conditions, validations)."""
+    if isinstance(value, (bool, Failure)):
+        return value
+    return Failure(f"expression '{condition.expression}' resulted in error: must evaluate to bool")
+
+
+async def evaluate(conditions: tuple[Condition, ...], activation: Obj, authorize: Authorize | None) -> list[Any]:
+    """Each expression's value (or Failure) over ``activation``; run again with the authorizer's answers when any
+    asked it something."""
     authz = AuthzChecks()
-    context = cel.Context(variables, authz.functions())
-    results = [_run(c, context) for c in conditions]
-    if authz.asked and authorize is not None:  # run again with the authorizer's answers
+    context = cel.Context(activation, authz.functions())
+    values = [_value(c, context) for c in conditions]
+    if authz.asked and authorize is not None:
         answers = {check: await authorize(check) for check in authz.asked}
         authz = AuthzChecks(answers)
-        context = cel.Context(variables, authz.functions())
-        results = [_run(c, context) for c in conditions]
+        context = cel.Context(activation, authz.functions())
+        values = [_value(c, context) for c in conditions]
+    return values
+
+
+async def match(conditions: tuple[Condition, ...], activation: Obj, authorize: Authorize | None) -> MatchResult:
+    """Kubernetes' rule: any condition false -> no match; else any error -> the error; else a match."""
+    results = [boolean(c, v) for c, v in zip(conditions, await evaluate(conditions, activation, authorize))]
     errors = []
     for condition, result in zip(conditions, results):
         if result is False:
             return MatchResult(False, failed_condition=condition.name)
-        if isinstance(result, str):
-            errors.append(result)
+        if isinstance(result, Failure):
+            errors.append(result.message)
     if errors:
         return MatchResult(False, error=errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]")
     return MatchResult(True)

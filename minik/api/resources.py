@@ -66,6 +66,12 @@ REGISTRY = Registry([
     ResourceType("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration",
                  "validatingwebhookconfigurations", "validatingwebhookconfiguration", False,
                  kinds.ValidatingWebhookConfigurationStrategy(), categories=("api-extensions",)),
+    ResourceType("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicy", "validatingadmissionpolicies",
+                 "validatingadmissionpolicy", False, kinds.ValidatingAdmissionPolicyStrategy(),
+                 categories=("api-extensions",), subresources=_STATUS),
+    ResourceType("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicyBinding",
+                 "validatingadmissionpolicybindings", "validatingadmissionpolicybinding", False,
+                 kinds.ValidatingAdmissionPolicyBindingStrategy(), categories=("api-extensions",)),
     # authentication.k8s.io/v1 and authorization.k8s.io/v1: questions answered, never stored (minik.apiserver.auth.reviews)
     ResourceType("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", "selfsubjectreview",
                  False, kinds.ClusterReviewStrategy(), verbs=_ASK),

@@ -427,5 +427,5 @@ async def test_a_service_without_endpoints_is_a_call_failure_in_kubernetes_words
 def test_the_webhook_plugins_close_the_admission_chain(cluster: Cluster) -> None:
     assert cluster.api is not None
     names = [plugin.name for plugin in cluster.api.admission.plugins]
-    assert names[-2:] == ["MutatingAdmissionWebhook", "ValidatingAdmissionWebhook"]
+    assert names[-3:] == ["MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook"]
     assert names.index("PodSecurity") < names.index("MutatingAdmissionWebhook")

@@ -4,6 +4,7 @@ One module per API group (core, apps, batch, cluster, rbac, reviews, admissionre
 in podspec (defaults, QoS) and podvalidation. ``minik.api.resources`` puts them into the registry.
 """
 
+from minik.api.kinds.admissionpolicy import ValidatingAdmissionPolicyBindingStrategy, ValidatingAdmissionPolicyStrategy
 from minik.api.kinds.admissionregistration import (
                                                    MutatingWebhookConfigurationStrategy,
                                                    ValidatingWebhookConfigurationStrategy,
@@ -32,5 +33,6 @@ __all__ = [
     "MutatingWebhookConfigurationStrategy", "NamespaceStrategy", "NamespacedReviewStrategy",
     "NodeStrategy", "PodStrategy", "PriorityClassStrategy", "ReplicaSetStrategy", "ReplicationControllerStrategy",
     "RoleBindingStrategy", "RoleStrategy", "SecretStrategy", "ServiceAccountStrategy", "ServiceStrategy",
-    "StatefulSetStrategy", "ValidatingWebhookConfigurationStrategy",
+    "StatefulSetStrategy", "ValidatingAdmissionPolicyBindingStrategy", "ValidatingAdmissionPolicyStrategy",
+    "ValidatingWebhookConfigurationStrategy",
 ]

@@ -75,7 +75,7 @@ class WebhookCaller:
         if hook.conditions:
             result = await matchconditions.match(hook.conditions,
                                                  matchconditions.variables(attrs.obj, attrs.old, request),
-                                                 self._authorizer(attrs.user))
+                                                 authorizer_for(self.authorize, attrs.user))
             if result.error:
                 raise CallError(hook.name, result.error)
             if not result.matches:
@@ -94,18 +94,19 @@ class WebhookCaller:
             raise rejection(hook.name, response.status)
         return response
 
-    def _authorizer(self, user: User) -> matchconditions.Authorize | None:
-        authorize = self.authorize
-        if authorize is None:
-            return None
 
-        async def ask(check: matchconditions.AuthzCheck) -> tuple[bool, str]:
-            if check.path:
-                attrs = AuthzAttributes(check.verb, path=check.path, resource_request=False)
-            else:
-                attrs = AuthzAttributes(check.verb, check.group, check.resource, check.subresource, check.namespace,
-                                        check.name)
-            decision, reason = await authorize(user, attrs)
-            return decision is Decision.ALLOW, reason
+def authorizer_for(authorize: Authorize | None, user: User) -> matchconditions.Authorize | None:
+    """What CEL's ``authorizer`` asks, answered by the API server's authorizer for the requesting user."""
+    if authorize is None:
+        return None
 
-        return ask
+    async def ask(check: matchconditions.AuthzCheck) -> tuple[bool, str]:
+        if check.path:
+            attrs = AuthzAttributes(check.verb, path=check.path, resource_request=False)
+        else:
+            attrs = AuthzAttributes(check.verb, check.group, check.resource, check.subresource, check.namespace,
+                                    check.name)
+        decision, reason = await authorize(user, attrs)
+        return decision is Decision.ALLOW, reason
+
+    return ask

@@ -11,6 +11,7 @@ from typing import Any
 
 from minik.api.errors import internal, not_found
 from minik.api.registry import Registry
+from minik.api.selectors import LabelSelector
 from minik.apiserver.admission.base import Attributes, ObjectReader
 from minik.apiserver.admission.webhook.config import Webhook
 
@@ -91,20 +92,23 @@ def namespace_labels(attrs: Attributes, reader: ObjectReader) -> dict[str, str]:
 
 
 def selectors_match(hook: Webhook, attrs: Attributes, reader: ObjectReader) -> bool:
-    """The namespaceSelector (a cluster-scoped object that is not a Namespace always matches) and the
-    objectSelector (the new or the old object's labels)."""
     if hook.selector_problem:
         raise internal(hook.selector_problem)
-    selector = hook.namespace_selector
+    return selectors_match_for(hook.namespace_selector, hook.object_selector, attrs, reader)
+
+
+def selectors_match_for(namespace_selector: LabelSelector | None, object_selector: LabelSelector | None,
+                        attrs: Attributes, reader: ObjectReader) -> bool:
+    """The namespaceSelector (a cluster-scoped object that is not a Namespace always matches) and the
+    objectSelector (the new or the old object's labels); None matches everything."""
     is_namespace = attrs.resource.plural == "namespaces" and not attrs.resource.group
-    if selector is not None and (attrs.namespace or is_namespace):
-        if not selector.matches(namespace_labels(attrs, reader)):
+    if namespace_selector is not None and (attrs.namespace or is_namespace):
+        if not namespace_selector.matches(namespace_labels(attrs, reader)):
             return False
-    selector = hook.object_selector
-    if selector is None:
+    if object_selector is None:
         return True
-    return (attrs.obj is not None and selector.matches(_labels(attrs.obj))) or \
-        (attrs.old is not None and selector.matches(_labels(attrs.old)))
+    return (attrs.obj is not None and object_selector.matches(_labels(attrs.obj))) or \
+        (attrs.old is not None and object_selector.matches(_labels(attrs.old)))
 
 
 def should_call(hook: Webhook, attrs: Attributes, reader: ObjectReader, registry: Registry) -> Invocation | None:

@@ -67,11 +67,19 @@ def request_options(attrs: Attributes) -> Obj | None:
 
 def admission_request(uid: str, invocation: Invocation, attrs: Attributes, dry_run: bool) -> Obj:
     """The ``request`` of an AdmissionReview (also what a matchCondition reads as ``request``)."""
+    return request_for(uid, (invocation.group, invocation.version, invocation.resource, invocation.kind), attrs,
+                       dry_run)
+
+
+def request_for(uid: str, target: tuple[str, str, str, str], attrs: Attributes, dry_run: bool) -> Obj:
+    """An AdmissionRequest for the group, version, resource and kind of ``target`` (the request's own, or the
+    equivalent a webhook asked for)."""
     resource = attrs.resource
+    group, version, plural, kind = target
     request: Obj = {
         "uid": uid,
-        "kind": {"group": invocation.group, "version": invocation.version, "kind": invocation.kind},
-        "resource": {"group": invocation.group, "version": invocation.version, "resource": invocation.resource},
+        "kind": {"group": group, "version": version, "kind": kind},
+        "resource": {"group": group, "version": version, "resource": plural},
         "requestKind": {"group": resource.group, "version": resource.version, "kind": resource.kind},
         "requestResource": {"group": resource.group, "version": resource.version, "resource": resource.plural},
     }
