@@ -51,9 +51,10 @@ from minik.apiserver.services import (
     ServiceAllocations,
     master_endpoints,
 )
+from minik.apiserver.storeerrors import status_of
 from minik.apiserver.watch import WatchStream
 from minik.jsonbytes import dumps_kept
-from minik.store import ObjectTooLarge, Record, Store
+from minik.store import Record, Store, StoreError
 
 log = structlog.get_logger("minik.apiserver")
 
@@ -231,8 +232,8 @@ class ApiServer:
             return await self._handle(request)
         except StatusError as exc:
             return ApiResponse.error(exc)
-        except ObjectTooLarge as exc:
-            return ApiResponse.error(StatusError(413, "RequestEntityTooLarge", f"Request entity too large: {exc}"))
+        except StoreError as exc:  # outside a resource request (a handler's store errors are mapped in _handle)
+            return ApiResponse.error(status_of(exc, None, ""))
         except Exception as exc:  # a bug: log it, answer a Status, keep serving
             log.exception("request failed", method=request.method, path=request.path)
             return ApiResponse.error(internal(type(exc).__name__))
@@ -276,6 +277,8 @@ class ApiServer:
         self.lanes.acquire(lane)  # a counter, not a context manager: this runs for every request
         try:
             return await self._handler(info, request)(info, request, user)
+        except StoreError as exc:  # the object changed or went between the handler's read and its write
+            raise status_of(exc, info.resource, info.name or "") from None
         finally:
             self.lanes.release(lane)
 
