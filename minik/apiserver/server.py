@@ -40,7 +40,7 @@ from minik.apiserver.lists import list_body, parse_list_options, read_list
 from minik.apiserver.openapi import OpenApi
 from minik.apiserver.patch import json_patch, merge_patch, strategic_merge_patch
 from minik.apiserver.podproxy import PodProxy
-from minik.apiserver.request import ApiRequest, ApiResponse, User, success_status
+from minik.apiserver.request import ApiRequest, ApiResponse, User, created_status, success_status
 from minik.apiserver.requestinfo import RequestInfo, no_route, resolve
 from minik.apiserver.rest import ResourceRest
 from minik.apiserver.services import (
@@ -409,8 +409,9 @@ class ApiServer:
         options = _delete_options(request.body, request.headers.get("Content-Type"), request.query)
         obj, gone = await self.rest(info.resource).delete(info.namespace, info.name or "", options, user)
         if gone and not info.resource.strategy.return_deleted_object:
-            return ApiResponse.json(success_status(info.name or "", info.resource.group, info.resource.plural,
-                                                   obj.get("metadata", {}).get("uid")))
+            uid = obj.get("metadata", {}).get("uid")
+            return ApiResponse.of_status(success_status(info.name or "", info.resource.group, info.resource.plural,
+                                                        uid))
         accepted = not gone and options.get("orphanDependents") is False  # 202 only for this, as Kubernetes
         return ApiResponse.json(obj, 202 if accepted else 200)
 
@@ -445,13 +446,13 @@ class ApiServer:
     async def _bind(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
         body = codec.decode_object(request.body, request.headers.get("Content-Type"))
         await self.rest(info.resource).bind(info.namespace or "", info.name or "", body, user)
-        return ApiResponse.json(success_status(info.name or "", "", "pods"), 201)
+        return ApiResponse.of_status(created_status(), 201)
 
     async def _evict(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
         body = codec.decode_object(request.body, request.headers.get("Content-Type"))
         status = await evict(self.rest(info.resource), info.namespace or "", info.name or "", body, user,
                              _dry_run(request.query))
-        return ApiResponse.json(status, 201)
+        return ApiResponse.of_status(status, 201)
 
     async def _pod_proxy(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
         return await self.pod_proxy.handle(info, request)
