@@ -174,9 +174,9 @@ def unsupported_media_type(content_type: str, accepted: tuple[str, ...] = BODY_M
                        f'media types include: {", ".join(accepted)} (got "{content_type}")')
 
 
-def not_acceptable(accept: str) -> StatusError:
-    return StatusError(406, "NotAcceptable", f"only the following media types are accepted: application/json, "
-                       f"application/yaml (got {accept!r})")
+def not_acceptable(message: str) -> StatusError:
+    """406, as the apiserver's errNotAcceptable: a Status with no details."""
+    return StatusError(406, "NotAcceptable", message)
 
 
 def too_large(message: str = "the request body is too large") -> StatusError:

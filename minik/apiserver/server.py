@@ -27,7 +27,7 @@ from minik.api.errors import (
 )
 from minik.api.params import parse_int64
 from minik.api.registry import Registry, ResourceType
-from minik.apiserver import codec, discovery, scale, tables, warnings
+from minik.apiserver import codec, discovery, negotiation, scale, warnings
 from minik.apiserver.admission import Admission, AdmissionPlugin, Authenticator, ObjectReader, default_plugins
 from minik.apiserver.admission.priority import system_priority_classes
 from minik.apiserver.admission.service_account import DEFAULT_SERVICE_ACCOUNT
@@ -342,25 +342,25 @@ class ApiServer:
 
     # -- reads -----------------------------------------------------------------------------------------------
     async def _get(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
-        table = tables.for_request(info.resource, request)
+        writer = negotiation.writer_for(info.resource, request)
         raw = self.rest(info.resource).record(info.namespace, info.name or "").raw
-        return ApiResponse.raw(table.object(raw) if table else raw)
+        return ApiResponse.raw(writer.object(raw) if writer else raw)
 
     async def _list(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
-        table = tables.for_request(info.resource, request)
+        writer = negotiation.writer_for(info.resource, request)
         items, meta = await read_list(self.store, info.resource, info.namespace,
                                       parse_list_options(request.query, info.resource))
         raws = [r.raw for r in items]
-        return ApiResponse.raw(table.list(raws, meta) if table else list_body(info.resource, raws, meta))
+        return ApiResponse.raw(writer.list(raws, meta) if writer else list_body(info.resource, raws, meta))
 
     async def _watch(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
-        table = tables.for_request(info.resource, request)
+        writer = negotiation.writer_for(info.resource, request, watch=True)
         stream = WatchStream(self.store, info.resource, info.namespace,
                              parse_list_options(request.query, info.resource, info.name),
                              self.settings.bookmark_interval_seconds)
         await stream.open()
-        if table:
-            return ApiResponse(200, stream=table.watch(stream.lines()))
+        if writer:
+            return ApiResponse(200, stream=writer.watch(stream.lines()))
         return ApiResponse(200, stream=stream.lines(), direct=stream.attach)
 
     # -- writes ----------------------------------------------------------------------------------------------
