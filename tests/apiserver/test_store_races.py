@@ -42,6 +42,39 @@ async def test_a_binding_racing_the_delete_of_its_pod_is_created_or_not_found(ht
             assert body["details"] == {"name": name, "kind": "pods"}
 
 
+
+#: writes that read the pod and then write it, each answered 2xx when it won the race, 404 when the delete did
+RACING_WRITES = [
+    ("PATCH", "/status", {"status": {"phase": "Running"}}, "application/merge-patch+json"),
+    ("PATCH", "", {"metadata": {"labels": {"raced": "yes"}}}, "application/strategic-merge-patch+json"),
+    ("POST", "/eviction", {"apiVersion": "policy/v1", "kind": "Eviction"}, "application/json"),
+    ("PUT", "/status", None, "application/json"),
+]
+
+
+@pytest.mark.parametrize(("method", "sub", "body", "content_type"), RACING_WRITES,
+                         ids=[f"{m} {s or 'object'}" for m, s, _, _ in RACING_WRITES])
+async def test_writes_racing_the_delete_of_their_pod_succeed_or_are_not_found(
+        http: ApiHttp, method: str, sub: str, body: dict | None, content_type: str) -> None:
+    names = [f"w{i}" for i in range(RACES // 2)]
+    for name in names:
+        assert (await http.post(PODS, pod(name)))[0] == 201
+
+    async def race(name: str) -> tuple[int, dict]:
+        payload = body
+        if payload is None:  # a PUT of the whole pod as it was read
+            payload = (await http.get(f"{PODS}/{name}"))[1]
+            payload.get("metadata", {}).pop("resourceVersion", None)
+        _, written = await asyncio.gather(
+            http.delete(f"{PODS}/{name}"),
+            http.call(method, f"{PODS}/{name}{sub}", payload, content_type=content_type))
+        return written
+
+    answers = await asyncio.gather(*(race(name) for name in names))
+    assert {status for status, _ in answers} <= {200, 201, 404}, [a for a in answers if a[0] >= 300 and a[0] != 404]
+    assert all(body["details"]["name"] == name for (status, body), name in zip(answers, names, strict=True)
+               if status == 404)
+
 @pytest.mark.parametrize(("error", "code", "reason", "message"), [
     (KeyNotFound("/core/pods/default/web"), 404, "NotFound", 'pods "web" not found'),
     (KeyExists("/core/pods/default/web"), 409, "AlreadyExists", 'pods "web" already exists'),
