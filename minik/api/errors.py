@@ -9,6 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
+from minik.jsonbytes import without_surrogates
+
 
 @dataclass(frozen=True)
 class Cause:
@@ -20,6 +24,49 @@ class Cause:
 
     def to_dict(self) -> dict[str, str]:
         return {"reason": self.reason, "message": self.message, "field": self.field}
+
+
+#: metav1.StatusDetails' fields in the order Go's encoder writes them (each omitted when empty)
+DETAIL_FIELDS = ("name", "group", "kind", "uid", "causes", "retryAfterSeconds")
+#: metav1.StatusCause's fields likewise (its Type is written as "reason")
+CAUSE_FIELDS = ("reason", "message", "field")
+
+
+def _ordered(value: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+    """``value``'s non-empty fields in Go's order, then any others it has (none, in Kubernetes' own)."""
+    ordered = {name: value[name] for name in fields if value.get(name) not in (None, "", [], 0)}
+    ordered.update((k, v) for k, v in value.items() if k not in fields)
+    return ordered
+
+
+def status_details(details: dict[str, Any]) -> dict[str, Any]:
+    """``details`` as Kubernetes writes a StatusDetails: name, group, kind, uid, causes (each reason, message,
+    field), retryAfterSeconds, the empty ones left out."""
+    ordered = _ordered(details, DETAIL_FIELDS)
+    causes = ordered.get("causes")
+    if isinstance(causes, list):
+        ordered["causes"] = [_ordered(c, CAUSE_FIELDS) if isinstance(c, dict) else c for c in causes]
+    return ordered
+
+
+#: what Go's encoding/json writes escaped in strings (its HTML-safe default), and how; none of these bytes can
+#: appear in JSON outside a string, so replacing them in the encoded bytes is safe
+_GO_ESCAPES = ((b"<", b"\\u003c"), (b">", b"\\u003e"), (b"&", b"\\u0026"), ("\u2028".encode(), b"\\u2028"),
+               ("\u2029".encode(), b"\\u2029"))
+
+
+def status_bytes(status: dict[str, Any]) -> bytes:
+    """A whole response body holding a Status, byte for byte as Kubernetes' JSON serializer (Go's json.Encoder)
+    writes it: ``<``, ``>``, ``&``, U+2028 and U+2029 escaped, and a final newline. A string no JSON encoder takes
+    (a lone surrogate quoted from the URL) is written with U+FFFD in its place, as Go does."""
+    try:
+        body = orjson.dumps(status, option=orjson.OPT_APPEND_NEWLINE)
+    except TypeError:
+        body = orjson.dumps(without_surrogates(status), option=orjson.OPT_APPEND_NEWLINE)
+    for raw, escaped in _GO_ESCAPES:
+        if raw in body:
+            body = body.replace(raw, escaped)
+    return body
 
 
 @dataclass
@@ -36,18 +83,21 @@ class StatusError(Exception):
         return self.message
 
     def to_status(self) -> dict[str, Any]:
-        status: dict[str, Any] = {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-            "code": self.code,
-        }
+        """The Status object, its fields in the order Kubernetes writes them (kind, apiVersion, metadata, status,
+        message, reason, details, code), so that a client comparing bodies byte for byte finds them equal."""
+        status: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure"}
+        if self.message:
+            status["message"] = self.message
+        if self.reason:
+            status["reason"] = self.reason
         if self.details:
-            status["details"] = self.details
+            status["details"] = status_details(self.details)
+        status["code"] = self.code
         return status
+
+    def body(self) -> bytes:
+        """The response body carrying this error: its Status as Kubernetes encodes it, with the final newline."""
+        return status_bytes(self.to_status())
 
 
 def _details(name: str | None, group: str, kind: str) -> dict[str, Any]:
@@ -124,9 +174,9 @@ def unsupported_media_type(content_type: str, accepted: tuple[str, ...] = BODY_M
                        f'media types include: {", ".join(accepted)} (got "{content_type}")')
 
 
-def not_acceptable(accept: str) -> StatusError:
-    return StatusError(406, "NotAcceptable", f"only the following media types are accepted: application/json, "
-                       f"application/yaml (got {accept!r})")
+def not_acceptable(message: str) -> StatusError:
+    """406, as the apiserver's errNotAcceptable: a Status with no details."""
+    return StatusError(406, "NotAcceptable", message)
 
 
 def too_large(message: str = "the request body is too large") -> StatusError:
@@ -151,4 +201,6 @@ def timeout(message: str) -> StatusError:
 
 
 def internal(message: str) -> StatusError:
-    return StatusError(500, "InternalError", f"Internal error occurred: {message}")
+    """500, as Kubernetes' NewInternalError writes it: the error is also the one cause."""
+    return StatusError(500, "InternalError", f"Internal error occurred: {message}",
+                       {"causes": [{"message": message}]})

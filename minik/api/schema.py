@@ -47,8 +47,9 @@ INT_RANGES = {"int32": INT32, "int64": INT64, "int-or-string": INT32}
 
 #: a compiled field type for walking objects: None when nothing below it is checked (strings, booleans, free-form
 #: values), ("@", NAME) for an object of a known type, ("[]", inner) for a list, ("{}", inner) for a map, ("#",
-#: IntRange) for a number that must fit its Go integer type
+#: IntRange) for a number that must fit its Go integer type, BYTES for a []byte field (base64 Go must decode)
 Walk = tuple[str, Any] | None
+BYTES: Walk = ("b", None)
 
 
 class Schema:
@@ -100,6 +101,8 @@ def compile_type(encoded: str) -> Walk:
         return ("@", encoded[1:])
     if encoded in INT_RANGES:
         return ("#", INT_RANGES[encoded])
+    if encoded == "byte":
+        return BYTES
     return None
 
 

@@ -15,6 +15,7 @@ import yaml
 
 from minik.api.errors import StatusError, bad_request, unsupported_media_type
 from minik.apiserver import protobuf
+from minik.jsonbytes import without_surrogates
 
 MAX_BODY_BYTES = 3 * 1024 * 1024
 MAX_DEPTH = 100
@@ -85,20 +86,6 @@ def load_yaml_all(text: str) -> list[Any]:
         raise ValueError(str(exc)) from None
     except RecursionError:
         raise ValueError("the document is nested too deeply") from None
-
-
-def without_surrogates(value: Any) -> Any:
-    """``value`` with every lone UTF-16 surrogate in its strings replaced by U+FFFD, as Go's decoders do (YAML's
-    ``\\ud800`` escapes, or a URL's undecodable bytes, would otherwise give strings no JSON encoder takes)."""
-    if isinstance(value, str):
-        if not any("\ud800" <= ch <= "\udfff" for ch in value):
-            return value
-        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")  # pairs join, lone go
-    if isinstance(value, dict):
-        return {without_surrogates(k): without_surrogates(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [without_surrogates(v) for v in value]
-    return value
 
 
 def decode(body: bytes, content_type: str | None) -> Any:

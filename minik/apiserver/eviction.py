@@ -13,7 +13,7 @@ from typing import Any
 from minik.api.errors import bad_request
 from minik.apiserver.decoding import decode_error
 from minik.apiserver.fieldvalidation import DELETE_OPTIONS, check_integers
-from minik.apiserver.request import User, success_status
+from minik.apiserver.request import User, created_status
 from minik.apiserver.rest import ResourceRest
 
 Obj = dict[str, Any]
@@ -45,6 +45,4 @@ async def evict(rest: ResourceRest, namespace: str, name: str, eviction: Obj, us
     if dry_run:
         options = {**options, "dryRun": ["All"]}
     await rest.delete(namespace, name, options, user)
-    status = success_status(name, "", "pods")
-    status["code"] = 201
-    return status
+    return created_status()

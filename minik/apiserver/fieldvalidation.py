@@ -18,6 +18,11 @@ cannot be handled as a Deployment: json: cannot unmarshal number 1099511627776 i
 DeploymentSpec.spec.replicas of type int32``), a patch a 422 Invalid on the field ``patch``, as Kubernetes' patch
 handler reports a patched object it cannot decode. A fraction (``1.5``) is refused the same way; a whole number
 written as a float (``3.0``) is left to the kinds' validation.
+
+It also reads the base64 of every ``[]byte`` field (Secret data, ConfigMap binaryData) as Go's decoder does
+(minik.api.gobytes): line breaks are skipped and the value is stored in canonical base64, as Kubernetes stores
+the bytes; base64 Go cannot decode is refused like a number that does not fit (``illegal base64 data at input
+byte 3``).
 """
 
 from __future__ import annotations
@@ -29,9 +34,10 @@ from typing import Any
 import orjson
 import yaml
 
-from minik.api import schema
+from minik.api import gobytes, schema
 from minik.api.errors import Cause, bad_request, invalid
 from minik.api.registry import ResourceType
+from minik.api.schema import BYTES
 from minik.apiserver import codec
 from minik.apiserver.decoding import IntegerOverflow, decode_error, fits, patch_decode_error
 
@@ -98,10 +104,11 @@ class FieldValidation:
             return obj
         try:
             unknown = prune(obj, self.type_name) if guide is None else prune_patched(obj, guide, self.type_name)
-        except IntegerOverflow as exc:
+        except (IntegerOverflow, gobytes.IllegalBase64) as exc:
+            message = exc.message if isinstance(exc, IntegerOverflow) else str(exc)
             if self.patch:
-                raise patch_decode_error(obj, exc.message) from None
-            raise decode_error(self.resource.kind, self.resource.version, exc.message) from None
+                raise patch_decode_error(obj, message) from None
+            raise decode_error(self.resource.kind, self.resource.version, message) from None
         if self.directive != IGNORE:
             self._report([f'duplicate field "{path}"' for path in duplicates] +
                          [f'unknown field "{path}"' for path in unknown])
@@ -175,7 +182,11 @@ def _prune_value_patched(value: Any, patch: Any, walk: tuple[str, Any], path: st
             _prune_object(value, inner, path + ".", removed, s, patch)
     elif isinstance(value, dict):
         for key, item in value.items():
-            if key in patch:
+            if key not in patch:
+                continue
+            if inner is BYTES:
+                value[key] = _bytes(item)
+            else:
                 _prune_value_patched(item, patch[key], inner, f"{path}[{key}]", removed, s)
 
 
@@ -205,6 +216,8 @@ def _prune_object(obj: Obj, type_name: str, path: str, removed: list[str], s: sc
             if walk[0] == "#":
                 if not fits(obj[key], walk[1]):
                     raise IntegerOverflow(obj[key], walk[1])
+            elif walk is BYTES:
+                obj[key] = _bytes(obj[key])
             elif patch is None:
                 _prune_value(obj[key], walk, f"{path}{key}", removed, s)
             else:
@@ -222,13 +235,25 @@ def _prune_value(value: Any, walk: tuple[str, Any], path: str, removed: list[str
     elif how == "[]":
         if isinstance(value, list):
             for i, item in enumerate(value):
-                _prune_value(item, inner, f"{path}[{i}]", removed, s)
+                if inner is BYTES:
+                    value[i] = _bytes(item)
+                else:
+                    _prune_value(item, inner, f"{path}[{i}]", removed, s)
     elif how == "#":
         if not fits(value, inner):
             raise IntegerOverflow(value, inner)
     elif isinstance(value, dict):
         for key, item in value.items():
-            _prune_value(item, inner, f"{path}[{key}]", removed, s)
+            if inner is BYTES:
+                value[key] = _bytes(item)
+            else:
+                _prune_value(item, inner, f"{path}[{key}]", removed, s)
+
+
+def _bytes(value: Any) -> Any:
+    """A []byte field's base64 as Kubernetes stores it (canonical, line breaks gone), or Go's IllegalBase64. A value
+    that is no string is left to the kinds' validation."""
+    return gobytes.canonical(value) if isinstance(value, str) else value
 
 
 # -- duplicate fields -----------------------------------------------------------------------------------------

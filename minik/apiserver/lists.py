@@ -14,11 +14,12 @@ from typing import Any
 
 import orjson
 
-from minik.api.errors import bad_request, expired, timeout
+from minik.api.errors import bad_request, expired
 from minik.api.params import non_negative_int
 from minik.api.registry import ResourceType
 from minik.api.selectors import FieldSelector, LabelSelector, parse_field_selector, parse_label_selector
 from minik.apiserver.rest import parse_resource_version
+from minik.apiserver.storeerrors import too_large_resource_version, too_old_resource_version
 from minik.store import Compacted, FutureRevision, Record, Store
 
 Obj = dict[str, Any]
@@ -168,7 +169,7 @@ async def read_list(store: Store, resource: ResourceType, namespace: str | None,
             try:
                 await store.wait_for_revision(wanted)
             except FutureRevision as exc:
-                raise timeout(f"Too large resource version: {exc.requested}, current: {exc.current}") from None
+                raise too_large_resource_version(exc) from None
     predicate_obj = object_predicate(options, resource)
     predicate = (lambda record: predicate_obj(record.object())) if predicate_obj else None
     try:
@@ -176,9 +177,9 @@ async def read_list(store: Store, resource: ResourceType, namespace: str | None,
     except Compacted as exc:
         if options.continue_token:
             raise expired(CONTINUE_EXPIRED) from None
-        raise expired(f"too old resource version: {exc.requested} ({exc.compact_revision})") from None
+        raise too_old_resource_version(exc) from None
     except FutureRevision as exc:
-        raise timeout(f"Too large resource version: {exc.requested}, current: {exc.current}") from None
+        raise too_large_resource_version(exc) from None
     meta: Obj = {"resourceVersion": str(result.revision)}
     if result.more:
         last = result.items[-1].key if result.items else (after or prefix)

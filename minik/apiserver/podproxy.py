@@ -218,10 +218,10 @@ class ExecRelay:
             except aiohttp.WSServerHandshakeError as exc:
                 error = StatusError(exc.status if exc.status >= 400 else 502, "BadRequest",
                                     f"unable to upgrade connection: {exc.message}")
-                return web.json_response(error.to_status(), status=error.code)
+                return web.Response(body=error.body(), status=error.code, content_type="application/json")
             except (aiohttp.ClientError, OSError, TimeoutError) as exc:
                 error = _unavailable(f"unable to upgrade connection: {self.url}", exc)
-                return web.json_response(error.to_status(), status=error.code)
+                return web.Response(body=error.body(), status=error.code, content_type="application/json")
             async with upstream:
                 downstream = web.WebSocketResponse(protocols=(upstream.protocol,) if upstream.protocol else (),
                                                    autoping=True, max_msg_size=0)

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from minik.api.errors import StatusError
+from minik.api.errors import StatusError, status_bytes, status_details
 
 
 @dataclass(frozen=True)
@@ -61,18 +61,21 @@ class ApiResponse:
 
     @classmethod
     def error(cls, error: StatusError) -> ApiResponse:
-        status = error.to_status()
-        try:
-            body = orjson.dumps(status)
-        except TypeError:  # a message quoting a string no JSON encoder takes (a lone surrogate from the URL)
-            from minik.apiserver.codec import without_surrogates
+        return cls(error.code, error.body(), headers=dict(error.headers))
 
-            body = orjson.dumps(without_surrogates(status))
-        return cls(error.code, body, headers=dict(error.headers))
+    @classmethod
+    def of_status(cls, status: dict[str, Any], code: int = 200) -> ApiResponse:
+        """A Status that is not an error (a delete's, a binding's), encoded as the errors are."""
+        return cls(code, status_bytes(status))
 
 
 def success_status(name: str, group: str, kind: str, uid: str | None = None) -> dict[str, Any]:
-    details: dict[str, Any] = {"name": name, "group": group, "kind": kind}
-    if uid:
-        details["uid"] = uid
+    """The Status of a delete, for the kinds that answer one rather than the deleted object."""
+    details = status_details({"name": name, "group": group, "kind": kind, "uid": uid})
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+
+
+def created_status() -> dict[str, Any]:
+    """What a create that makes no object of its own (pods/binding, pods/eviction) answers: Kubernetes' bare
+    success Status, given the create's code."""
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}

@@ -476,4 +476,6 @@ class ResourceRest:
                 return
             except Conflict:
                 continue
+            except KeyNotFound:  # deleted since it was read
+                raise self._not_found(name) from None
         raise self._conflict(name)

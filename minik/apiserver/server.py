@@ -27,7 +27,7 @@ from minik.api.errors import (
 )
 from minik.api.params import parse_int64
 from minik.api.registry import Registry, ResourceType
-from minik.apiserver import codec, discovery, scale, tables, warnings
+from minik.apiserver import codec, discovery, negotiation, scale, warnings
 from minik.apiserver.admission import Admission, AdmissionPlugin, Authenticator, ObjectReader, default_plugins
 from minik.apiserver.admission.priority import system_priority_classes
 from minik.apiserver.admission.service_account import DEFAULT_SERVICE_ACCOUNT
@@ -40,7 +40,7 @@ from minik.apiserver.lists import list_body, parse_list_options, read_list
 from minik.apiserver.openapi import OpenApi
 from minik.apiserver.patch import json_patch, merge_patch, strategic_merge_patch
 from minik.apiserver.podproxy import PodProxy
-from minik.apiserver.request import ApiRequest, ApiResponse, User, success_status
+from minik.apiserver.request import ApiRequest, ApiResponse, User, created_status, success_status
 from minik.apiserver.requestinfo import RequestInfo, no_route, resolve
 from minik.apiserver.rest import ResourceRest
 from minik.apiserver.services import (
@@ -51,9 +51,10 @@ from minik.apiserver.services import (
     ServiceAllocations,
     master_endpoints,
 )
+from minik.apiserver.storeerrors import status_of
 from minik.apiserver.watch import WatchStream
 from minik.jsonbytes import dumps_kept
-from minik.store import ObjectTooLarge, Record, Store
+from minik.store import Record, Store, StoreError
 
 log = structlog.get_logger("minik.apiserver")
 
@@ -231,8 +232,8 @@ class ApiServer:
             return await self._handle(request)
         except StatusError as exc:
             return ApiResponse.error(exc)
-        except ObjectTooLarge as exc:
-            return ApiResponse.error(StatusError(413, "RequestEntityTooLarge", f"Request entity too large: {exc}"))
+        except StoreError as exc:  # outside a resource request (a handler's store errors are mapped in _handle)
+            return ApiResponse.error(status_of(exc, None, ""))
         except Exception as exc:  # a bug: log it, answer a Status, keep serving
             log.exception("request failed", method=request.method, path=request.path)
             return ApiResponse.error(internal(type(exc).__name__))
@@ -276,6 +277,8 @@ class ApiServer:
         self.lanes.acquire(lane)  # a counter, not a context manager: this runs for every request
         try:
             return await self._handler(info, request)(info, request, user)
+        except StoreError as exc:  # the object changed or went between the handler's read and its write
+            raise status_of(exc, info.resource, info.name or "") from None
         finally:
             self.lanes.release(lane)
 
@@ -339,25 +342,25 @@ class ApiServer:
 
     # -- reads -----------------------------------------------------------------------------------------------
     async def _get(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
-        table = tables.for_request(info.resource, request)
+        writer = negotiation.writer_for(info.resource, request)
         raw = self.rest(info.resource).record(info.namespace, info.name or "").raw
-        return ApiResponse.raw(table.object(raw) if table else raw)
+        return ApiResponse.raw(writer.object(raw) if writer else raw)
 
     async def _list(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
-        table = tables.for_request(info.resource, request)
+        writer = negotiation.writer_for(info.resource, request)
         items, meta = await read_list(self.store, info.resource, info.namespace,
                                       parse_list_options(request.query, info.resource))
         raws = [r.raw for r in items]
-        return ApiResponse.raw(table.list(raws, meta) if table else list_body(info.resource, raws, meta))
+        return ApiResponse.raw(writer.list(raws, meta) if writer else list_body(info.resource, raws, meta))
 
     async def _watch(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
-        table = tables.for_request(info.resource, request)
+        writer = negotiation.writer_for(info.resource, request, watch=True)
         stream = WatchStream(self.store, info.resource, info.namespace,
                              parse_list_options(request.query, info.resource, info.name),
                              self.settings.bookmark_interval_seconds)
         await stream.open()
-        if table:
-            return ApiResponse(200, stream=table.watch(stream.lines()))
+        if writer:
+            return ApiResponse(200, stream=writer.watch(stream.lines()))
         return ApiResponse(200, stream=stream.lines(), direct=stream.attach)
 
     # -- writes ----------------------------------------------------------------------------------------------
@@ -406,8 +409,9 @@ class ApiServer:
         options = _delete_options(request.body, request.headers.get("Content-Type"), request.query)
         obj, gone = await self.rest(info.resource).delete(info.namespace, info.name or "", options, user)
         if gone and not info.resource.strategy.return_deleted_object:
-            return ApiResponse.json(success_status(info.name or "", info.resource.group, info.resource.plural,
-                                                   obj.get("metadata", {}).get("uid")))
+            uid = obj.get("metadata", {}).get("uid")
+            return ApiResponse.of_status(success_status(info.name or "", info.resource.group, info.resource.plural,
+                                                        uid))
         accepted = not gone and options.get("orphanDependents") is False  # 202 only for this, as Kubernetes
         return ApiResponse.json(obj, 202 if accepted else 200)
 
@@ -442,13 +446,13 @@ class ApiServer:
     async def _bind(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
         body = codec.decode_object(request.body, request.headers.get("Content-Type"))
         await self.rest(info.resource).bind(info.namespace or "", info.name or "", body, user)
-        return ApiResponse.json(success_status(info.name or "", "", "pods"), 201)
+        return ApiResponse.of_status(created_status(), 201)
 
     async def _evict(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
         body = codec.decode_object(request.body, request.headers.get("Content-Type"))
         status = await evict(self.rest(info.resource), info.namespace or "", info.name or "", body, user,
                              _dry_run(request.query))
-        return ApiResponse.json(status, 201)
+        return ApiResponse.of_status(status, 201)
 
     async def _pod_proxy(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
         return await self.pod_proxy.handle(info, request)

@@ -1,10 +1,10 @@
 """Server-side printing: ``meta.k8s.io/v1`` Tables, the columns and cells ``kubectl get`` shows.
 
-A client that lists ``application/json;as=Table;v=v1;g=meta.k8s.io`` first in its Accept header gets a Table
-instead of the object or list: one column definition per column (``priority`` 1 marks the ``-o wide`` ones) and
-one row per object, with cells as Kubernetes' printers compute them (minik/apiserver/printers.py) and the
-object itself as ``PartialObjectMetadata`` (``includeObject=Metadata``, the default), whole (``Object``) or not
-at all (``None``). The server always fills every column, as Kubernetes does; kubectl hides the wide ones.
+A client that lists ``application/json;as=Table;v=v1;g=meta.k8s.io`` first in its Accept header (negotiated by
+minik.apiserver.negotiation) gets a Table instead of the object or list: one column definition per column
+(``priority`` 1 marks the ``-o wide`` ones) and one row per object, with cells as Kubernetes' printers compute
+them (minik/apiserver/printers.py) and the object itself as ``PartialObjectMetadata`` (``includeObject=Metadata``,
+the default), whole (``Object``) or not at all (``None``). The server always fills every column, as Kubernetes does; kubectl hides the wide ones.
 In a watch, every event's object is a one-row Table and only the first carries the column definitions.
 """
 
@@ -19,47 +19,19 @@ import orjson
 from minik.api.errors import bad_request
 from minik.api.registry import ResourceType
 from minik.apiserver.printers import printer_for
-from minik.apiserver.request import ApiRequest
 
 Obj = dict[str, Any]
 
-_TABLE_VERSIONS = ("v1", "v1beta1")
 INCLUDE_METADATA, INCLUDE_OBJECT, INCLUDE_NONE = "Metadata", "Object", "None"
 
 
-# -- negotiation ----------------------------------------------------------------------------------------------
-def negotiate(accept: str | None) -> str | None:
-    """``meta.k8s.io/v1`` (or ``v1beta1``) when the first media type of ``accept`` that minik can serve is a
-    Table, None when it is plain JSON (or nothing minik serves: the answer is then plain JSON as well)."""
-    if not accept:
-        return None
-    for entry in accept.split(","):
-        media, *raw_params = (part.strip() for part in entry.split(";"))
-        params = dict(p.partition("=")[::2] for p in raw_params)
-        if media not in ("application/json", "application/*", "*/*"):
-            continue
-        as_kind = params.get("as")
-        if as_kind is None:
-            return None
-        if as_kind == "Table" and params.get("g") == "meta.k8s.io" and params.get("v") in _TABLE_VERSIONS:
-            return f"meta.k8s.io/{params['v']}"
-    return None
-
-
+# -- options --------------------------------------------------------------------------------------------------
 def include_object(query: Mapping[str, str]) -> str:
     value = query.get("includeObject") or INCLUDE_METADATA
     if value not in (INCLUDE_METADATA, INCLUDE_OBJECT, INCLUDE_NONE):
         raise bad_request(f'includeObject: Unsupported value: "{value}": supported values: "Metadata", "None", '
                           f'"Object"')
     return value
-
-
-def for_request(resource: ResourceType, request: ApiRequest) -> TableWriter | None:
-    """The Table writer for a get, list or watch whose client asked for a Table; None for plain JSON."""
-    version = negotiate(request.headers.get("Accept"))
-    if version is None:
-        return None
-    return TableWriter(resource, version, include_object(request.query))
 
 
 # -- Tables ---------------------------------------------------------------------------------------------------

@@ -13,10 +13,11 @@ from typing import Any
 
 import orjson
 
-from minik.api.errors import StatusError, expired, timeout
+from minik.api.errors import StatusError
 from minik.api.registry import ResourceType
 from minik.apiserver.lists import FieldSets, ListOptions, ObjectPredicate, object_predicate
 from minik.apiserver.rest import parse_resource_version
+from minik.apiserver.storeerrors import too_large_resource_version, too_old_resource_version
 from minik.store import Compacted, Event, EventType, FutureRevision, Record, Store, Trigger, Watcher
 
 DEFAULT_TIMEOUT_SECONDS = 1800
@@ -166,9 +167,9 @@ class WatchStream:
                 await self.store.wait_for_revision(wanted)
                 self.watcher = self.store.watch(self.prefix, wanted, self.trigger)
         except Compacted as exc:
-            self.error = expired(f"too old resource version: {exc.requested} ({exc.compact_revision})")
+            self.error = too_old_resource_version(exc)
         except FutureRevision as exc:
-            self.error = timeout(f"Too large resource version: {exc.requested}, current: {exc.current}")
+            self.error = too_large_resource_version(exc)
 
     def attach(self, write: Callable[[bytes], bool]) -> None:
         """Let ``write`` (a transport's synchronous chunk writer) take live events while ``lines()`` waits."""

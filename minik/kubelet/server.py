@@ -41,7 +41,7 @@ DEFAULT_PORT = 10250
 
 
 def _status(error: StatusError) -> web.Response:
-    return web.json_response(error.to_status(), status=error.code)
+    return web.Response(body=error.body(), status=error.code, content_type="application/json")
 
 
 def _flag(request: web.Request, name: str) -> bool:

@@ -43,6 +43,10 @@ HOSTILE_BODIES = (b"", b"{", b"[", b"null", b"0", b'"x"', b"\xff\xfe\x00", b"{}"
                   b'{"metadata":' * 200 + b"1" + b"}" * 200, b'{"n": 1e99999}', b'{"n": NaN}',
                   b"--- !!python/object/apply:os.system ['true']", b"%YAML 1.1\n---\n!!binary AAAA",
                   b'{"metadata": {"name": "\\ud800"}}', b'{"apiVersion": "v1", "kind": "Status"}')
+ACCEPTS = ("application/json;as=Table;v=v1;g=meta.k8s.io", "text/html", "application/yaml",
+           "application/vnd.kubernetes.protobuf", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
+           "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1,application/json",
+           "application/json;as=Unknown;g=meta.k8s.io;v=v1", "*/*;q=0.1,application/json;as=Table;g=meta.k8s.io;v=v1")
 QUERY_NAMES = ("dryRun", "fieldValidation", "fieldManager", "force", "gracePeriodSeconds", "propagationPolicy",
                "orphanDependents", "pretty", "watch", "limit", "continue", "timeoutSeconds", "resourceVersion",
                "labelSelector", "fieldSelector", "allowWatchBookmarks", "sendInitialEvents", "resourceVersionMatch")
@@ -139,8 +143,7 @@ def fuzz_requests(draw: st.DrawFn, all_routes: list[Route], token: str) -> FuzzR
         headers["Authorization"] = draw(st.sampled_from(("Bearer ", "Basic YTpi", "Bearer abcdef.0123456789abcdef",
                                                          f"Bearer {token}x", "bearer " + token)))
     if draw(st.integers(0, 5)) == 0:
-        headers["Accept"] = draw(st.sampled_from(("application/json;as=Table;v=v1;g=meta.k8s.io", "text/html",
-                                                  "application/yaml", "application/vnd.kubernetes.protobuf")))
+        headers["Accept"] = draw(st.sampled_from(ACCEPTS))
     body = None
     if method in ("POST", "PUT", "PATCH") or draw(st.integers(0, 10)) == 0:
         headers["Content-Type"] = draw(st.sampled_from(JSON_TYPES))

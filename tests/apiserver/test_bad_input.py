@@ -101,6 +101,10 @@ async def test_pod_spec_fields_are_immutable(http) -> None:
 async def test_a_future_resource_version_times_out_rather_than_hangs(http) -> None:
     status, body = await http.get(PODS, resourceVersion="99999999")
     assert status == 504 and body["reason"] == "Timeout"
+    assert body["message"].startswith("Timeout: Too large resource version: 99999999, current: ")
+    # client-go's reflector recognises it by this cause, and lists again from the latest
+    assert body["details"] == {"causes": [{"reason": "ResourceVersionTooLarge",
+                                           "message": "Too large resource version"}], "retryAfterSeconds": 1}
 
 
 @pytest.mark.parametrize(("data", "content_type"), [

@@ -224,7 +224,7 @@ def _integer_routes(s: schema.Schema, root: str) -> list[tuple[list[tuple[str, s
             how, inner = walk
             if how == "#":
                 routes.append((route + [(field, shape)], type_name, inner))
-            elif inner not in seen:
+            elif how == "@" and inner not in seen:
                 seen.add(inner)
                 queue.append((inner, route + [(field, shape)]))
     return routes

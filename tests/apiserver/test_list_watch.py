@@ -225,6 +225,7 @@ async def test_watch_from_a_compacted_revision_gets_an_expired_error_event(clust
     assert events[0]["type"] == "ERROR"
     status = events[0]["object"]
     assert status["code"] == 410 and status["reason"] == "Expired"
+    assert list(status) == ["kind", "apiVersion", "metadata", "status", "message", "reason", "code"]  # Go's order
     status, body = await http.get(CMS, resourceVersion=first["metadata"]["resourceVersion"],
                                   resourceVersionMatch="Exact")
     assert status == 410 and body["reason"] == "Expired"

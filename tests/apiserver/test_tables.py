@@ -10,6 +10,7 @@ import pytest
 
 from minik.api.resources import REGISTRY
 from minik.apiserver import printers, tables
+from minik.apiserver.negotiation import Conversion, negotiate
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 KUBECTL_ACCEPT = f"{TABLE},application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
@@ -169,12 +170,12 @@ def test_every_registered_kind_has_its_kubernetes_columns() -> None:
 
 
 def test_accept_negotiation_picks_the_first_servable_type() -> None:
-    assert tables.negotiate(KUBECTL_ACCEPT) == "meta.k8s.io/v1"
-    assert tables.negotiate("application/json;as=Table;v=v1beta1;g=meta.k8s.io") == "meta.k8s.io/v1beta1"
-    assert tables.negotiate("application/json, */*") is None
-    assert tables.negotiate("application/json;as=Table;v=v2;g=meta.k8s.io,application/json") is None
-    assert tables.negotiate("application/vnd.kubernetes.protobuf,application/json") is None
-    assert tables.negotiate(None) is None
+    assert negotiate(KUBECTL_ACCEPT) == Conversion("Table", "v1")
+    assert negotiate("application/json;as=Table;v=v1beta1;g=meta.k8s.io") == Conversion("Table", "v1beta1")
+    assert negotiate("application/json, */*") is None
+    assert negotiate("application/json;as=Table;v=v2;g=meta.k8s.io,application/json") is None
+    assert negotiate("application/vnd.kubernetes.protobuf,application/json") is None
+    assert negotiate(None) is None
 
 
 # -- over HTTP ----------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ kubeconfig and cache directory. Validation is kubectl's default (strict, checked
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -361,3 +362,18 @@ async def test_kubectl_and_the_python_client_see_the_same_objects(http, kubectl)
     # the Python client's User-Agent names its manager when it names none
     _, stored = await http.get(f"{PODS}/web")
     assert ("OpenAPI-Generator", "Update") in managers(stored)
+
+
+async def test_apply_of_a_secret_with_its_certificate_wrapped_over_lines_stores_it_on_one_line(kubectl, http) -> None:
+    cert = bytes(range(256)) * 2
+    lines = "".join(f"    {line}\n" for line in base64.encodebytes(cert).decode().splitlines())
+    path = kubectl.home / "secret.yaml"
+    path.write_text(f"apiVersion: v1\nkind: Secret\nmetadata:\n  name: pasted\ndata:\n  ca.crt: |\n{lines}")
+    for args in (("apply", "-f", str(path)), ("apply", "--server-side", "-f", str(path))):
+        await kubectl(*args)
+        status, secret = await http.get("/api/v1/namespaces/default/secrets/pasted")
+        assert status == 200, secret
+        stored = secret["data"]["ca.crt"]
+        assert stored == base64.b64encode(cert).decode(), args
+    printed = await kubectl("get", "secret", "pasted", "-o", "jsonpath={.data.ca\\.crt}")
+    assert base64.b64decode(printed.out, validate=True) == cert

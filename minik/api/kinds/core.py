@@ -4,11 +4,11 @@ Service and Endpoints live in their own modules and are re-exported here."""
 from __future__ import annotations
 
 import base64
-import binascii
 import copy
 import ipaddress
 from typing import Any
 
+from minik.api import gobytes
 from minik.api import validation as v
 from minik.api.kinds.common import (
     SELECTOR_MISMATCH,
@@ -247,11 +247,14 @@ class ConfigMapStrategy(Strategy):
 
 
 def _decode(value: Any) -> bytes | None:
+    """The bytes of a []byte field's base64 (line breaks skipped, as Go's decoder skips them), None if it has none.
+    The API server's decoding walk refuses bad base64 first, as Kubernetes' decoder does; this catches what
+    reaches a strategy some other way."""
     if not isinstance(value, str):
         return None
     try:
-        return base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
+        return gobytes.decode(value)
+    except ValueError:
         return None
 
 
