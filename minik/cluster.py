@@ -404,14 +404,16 @@ class Cluster:
         self.progress(Step("store", f"{s.db_path} at revision {self.store.revision}",
                            f"store {s.db_path} open at revision {self.store.revision}"))
         try:
-            reader = ObjectReader(self.store, REGISTRY)
+            # the cluster's own registry: the built-in kinds, and those its CustomResourceDefinitions add
+            registry = REGISTRY.copy()
+            reader = ObjectReader(self.store, registry)
             kubelet_tls = _kubelet_client_tls(s.data_dir)
             self.authorizer = ClusterAuthorizer(self.store)
             self.authorizer.start()
             self.issuer = TokenIssuer(s.data_dir / "pki")
             plugins = [*default_plugins(reader), RbacEscalation(self.authorizer.rbac.index, self.authorizer)]
             tokens = TokenAuthenticator(reader, self.tokens, ServiceAccountTokens(self.issuer, reader))
-            self.api = ApiServer(self.store, REGISTRY, ApiSettings(address=f"{s.bind}:{s.port}",
+            self.api = ApiServer(self.store, registry, ApiSettings(address=f"{s.bind}:{s.port}",
                                                                   service_cidr=s.service_cidr,
                                                                   limits=s.limits,
                                                                   kubelet_tls=kubelet_tls),
@@ -419,8 +421,9 @@ class Cluster:
                                  authorizer=self.authorizer, admission_plugins=plugins)
             self.api.route("", "serviceaccounts", "token", "create", TokenRequests(self.issuer, reader).handle)
             Reviews(tokens, self.authorizer, self.authorizer.rbac, self.authorizer.node).route(self.api)
+            self.api.start()  # every stored CRD's resources are served from here on
             await self.api.bootstrap()
-            await reconcile(REGISTRY, self.api.rest, APISERVER)
+            await reconcile(registry, self.api.rest, APISERVER)
             if credentials is not None:
                 self.credentials = await credentials
                 credentials = None
@@ -543,6 +546,8 @@ class Cluster:
             await self._listener.shutdown(self.settings.shutdown_timeout_seconds)  # let the requests in flight finish
             await self._server.wait_closed()
             self._server = self._listener = None
+        if self.api is not None:
+            await self.api.stop()
         if self.authorizer is not None:
             await self.authorizer.stop()
             self.authorizer = None

@@ -59,6 +59,10 @@ REGISTRY = Registry([
     ResourceType("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", "rolebinding", True,
                  kinds.RoleBindingStrategy()),
     ResourceType("rbac.authorization.k8s.io", "v1", "Role", "roles", "role", True, kinds.RoleStrategy()),
+    # apiextensions.k8s.io/v1: the kinds CustomResourceDefinitions add are served beside these (minik.apiserver.crds)
+    ResourceType("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
+                 "customresourcedefinition", False, kinds.CustomResourceDefinitionStrategy(),
+                 short_names=("crd", "crds"), categories=("api-extensions",), subresources=_STATUS),
     # authentication.k8s.io/v1 and authorization.k8s.io/v1: questions answered, never stored (minik.apiserver.auth.reviews)
     ResourceType("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", "selfsubjectreview",
                  False, kinds.ClusterReviewStrategy(), verbs=_ASK),

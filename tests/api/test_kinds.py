@@ -25,7 +25,7 @@ def test_every_kind_is_registered_with_the_short_names_kubectl_shows() -> None:
         "daemonsets": ("ds",), "statefulsets": ("sts",), "jobs": (), "cronjobs": ("cj",), "leases": (),
         "priorityclasses": ("pc",), "roles": (), "clusterroles": (), "rolebindings": (), "clusterrolebindings": (),
         "tokenreviews": (), "selfsubjectreviews": (), "subjectaccessreviews": (), "selfsubjectaccessreviews": (),
-        "localsubjectaccessreviews": (), "selfsubjectrulesreviews": (),
+        "localsubjectaccessreviews": (), "selfsubjectrulesreviews": (), "customresourcedefinitions": ("crd", "crds"),
     }
     assert REGISTRY.resolve("deploy") is resource("deployments")
     assert REGISTRY.resolve("pc") is resource("priorityclasses")
@@ -60,7 +60,8 @@ def test_each_strategy_knows_the_scope_the_registry_declares() -> None:
         assert t.strategy.namespace_scoped == t.namespaced, t.plural
     assert {t.plural for t in REGISTRY.types if not t.namespaced} == {
         "namespaces", "nodes", "priorityclasses", "clusterroles", "clusterrolebindings", "tokenreviews",
-        "selfsubjectreviews", "subjectaccessreviews", "selfsubjectaccessreviews", "selfsubjectrulesreviews"}
+        "selfsubjectreviews", "subjectaccessreviews", "selfsubjectaccessreviews", "selfsubjectrulesreviews",
+        "customresourcedefinitions"}
 
 
 @pytest.mark.parametrize("plural, extra", [

@@ -1,9 +1,11 @@
 """Per-kind strategies: defaults, validation and field selectors for every resource minik serves.
 
-One module per API group (core, apps, batch, cluster, rbac, reviews); the pod spec rules every workload template shares live
+One module per API group (core, apps, batch, cluster, rbac, reviews, apiextensions; customresources serves what
+CRDs declare); the pod spec rules every workload template shares live
 in podspec (defaults, QoS) and podvalidation. ``minik.api.resources`` puts them into the registry.
 """
 
+from minik.api.kinds.apiextensions import CustomResourceDefinitionStrategy
 from minik.api.kinds.apps import DaemonSetStrategy, DeploymentStrategy, ReplicaSetStrategy, StatefulSetStrategy
 from minik.api.kinds.batch import CronJobStrategy, JobStrategy
 from minik.api.kinds.cluster import LeaseStrategy, PriorityClassStrategy
@@ -23,7 +25,8 @@ from minik.api.kinds.rbac import ClusterRoleBindingStrategy, ClusterRoleStrategy
 from minik.api.kinds.reviews import ClusterReviewStrategy, NamespacedReviewStrategy
 
 __all__ = [
-    "ClusterReviewStrategy", "ClusterRoleBindingStrategy", "ClusterRoleStrategy", "ConfigMapStrategy", "CronJobStrategy", "DaemonSetStrategy",
+    "ClusterReviewStrategy", "ClusterRoleBindingStrategy", "ClusterRoleStrategy", "ConfigMapStrategy", "CronJobStrategy",
+    "CustomResourceDefinitionStrategy", "DaemonSetStrategy",
     "DeploymentStrategy", "EndpointsStrategy", "EventStrategy", "JobStrategy", "LeaseStrategy", "NamespaceStrategy", "NamespacedReviewStrategy",
     "NodeStrategy", "PodStrategy", "PriorityClassStrategy", "ReplicaSetStrategy", "ReplicationControllerStrategy",
     "RoleBindingStrategy", "RoleStrategy", "SecretStrategy", "ServiceAccountStrategy", "ServiceStrategy",
