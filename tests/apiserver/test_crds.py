@@ -488,3 +488,79 @@ async def test_a_restarted_cluster_serves_every_crd_and_custom_resource_again(tm
             assert time.perf_counter() - began < 0.5  # served at start, not once a controller caught up
             status, got = await http.get(f"{widgets()}/kept")
             assert status == 200 and got["spec"]["color"] == "green"
+
+
+# -- the schema -------------------------------------------------------------------------------------------------------
+def _with_rules(crd: dict) -> dict:
+    """Two CEL rules on the widget's spec: a size needs replicas, and replicas may not go down by more than two."""
+    for version in crd["spec"]["versions"]:
+        spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        spec["x-kubernetes-validations"] = [
+            {"rule": "!has(self.size) || self.replicas > 0", "message": "a sized widget needs replicas"},
+            {"rule": "self.replicas >= oldSelf.replicas - 2", "message": "replicas may not drop by more than two",
+             "reason": "FieldValueForbidden"}]
+    return crd
+
+
+async def test_objects_are_defaulted_pruned_and_validated_by_the_crds_schema(http, cluster) -> None:
+    await create_and_wait(http, _with_rules(widget_crd()))
+    body = widget("w", size="L")
+    body["spec"]["unknown"] = 1
+    body["extra"] = {"a": 1}
+    async with http.session.post(widgets(), data=orjson.dumps(body),
+                                 headers={"Content-Type": "application/json"}) as response:
+        created = orjson.loads(await response.read())
+        assert response.status == 201, created
+        assert response.headers["Warning"] == '299 - "unknown field \\"extra\\"", 299 - "unknown field ' \
+                                              '\\"spec.unknown\\""'
+    assert created["spec"] == {"size": "L", "replicas": 1, "color": "red"}  # defaults, unknown fields dropped
+    assert "extra" not in created
+    status, body = await http.call("POST", widgets(), {**widget("strict"), "bogus": True},
+                                   params={"fieldValidation": "Strict"})
+    assert status == 400
+    assert body["message"] == 'Widget in version "v1" cannot be handled as a Widget: strict decoding error: ' \
+                              'unknown field "bogus"'
+    status, body = await http.post(widgets(), widget("bad", replicas=-1, color="purple"))
+    assert status == 422 and body["reason"] == "Invalid"
+    fields = {c["field"]: c["message"] for c in body["details"]["causes"]}
+    assert fields["spec.replicas"] == "Invalid value: -1: spec.replicas in body should be greater than or equal to 0"
+    assert fields["spec.color"].startswith('Unsupported value: "purple": supported values: "red", "green", "blue"')
+    assert body["message"].startswith('Widget.example.com "bad" is invalid: [')
+    status, body = await http.post(widgets(), widget("rule", size="M", replicas=0))
+    assert status == 422
+    assert body["details"]["causes"] == [{"reason": "FieldValueInvalid", "field": "spec",
+                                          "message": "Invalid value: \"object\": a sized widget needs replicas"}]
+    status, body = await http.patch(f"{widgets()}/w", {"spec": {"replicas": 5}})
+    assert status == 200
+    status, body = await http.patch(f"{widgets()}/w", {"spec": {"replicas": 1}})
+    assert status == 422
+    assert body["details"]["causes"][0]["reason"] == "FieldValueForbidden"
+    assert body["details"]["causes"][0]["message"].endswith("replicas may not drop by more than two")
+
+
+async def test_defaults_added_to_a_crd_show_on_read_of_objects_stored_before(http) -> None:
+    await create_and_wait(http, widget_crd())
+    await http.post(widgets(), widget("old", replicas=2, color="blue"))
+    crd = await get_crd(http)
+    for version in crd["spec"]["versions"]:
+        version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["size"]["default"] = "M"
+    status, body = await http.put(f"{CRDS}/widgets.{GROUP}", crd)
+    assert status == 200, body
+
+    async def defaulted() -> dict | None:
+        status, got = await http.get(f"{widgets()}/old")
+        return got if got["spec"].get("size") == "M" else None
+
+    got = await wait_for(defaulted)
+    assert got["spec"] == {"replicas": 2, "color": "blue", "size": "M"}
+
+
+async def test_a_crd_whose_schema_is_not_structural_is_refused(http) -> None:
+    crd = widget_crd()
+    for version in crd["spec"]["versions"]:
+        version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["size"] = {"description": "no type"}
+    status, body = await http.post(CRDS, crd)
+    assert status == 422
+    assert {"reason": "FieldValueRequired", "message": "Required value: must not be empty for specified object fields",
+            "field": "spec.validation.openAPIV3Schema.properties[spec].properties[size].type"} \
+        in body["details"]["causes"]

@@ -25,19 +25,6 @@ PRINTER_COLUMN_FORMATS = ("byte", "date", "date-time", "double", "float", "int32
 MAX_SELECTABLE_FIELDS = 8
 APPROVAL_ANNOTATION = "api-approved.kubernetes.io"
 CONVERSION_REVIEW_VERSIONS = ("v1", "v1beta1")
-#: the fields an openAPIV3Schema may have at its root when the status subresource is enabled (Go field names, as
-#: Kubernetes' message lists them, with the JSON name each has)
-_ROOT_FIELDS = {"description": "Description", "type": "Type", "format": "Format", "title": "Title",
-                "maximum": "Maximum", "exclusiveMaximum": "ExclusiveMaximum", "minimum": "Minimum",
-                "exclusiveMinimum": "ExclusiveMinimum", "maxLength": "MaxLength", "minLength": "MinLength",
-                "pattern": "Pattern", "maxItems": "MaxItems", "minItems": "MinItems", "uniqueItems": "UniqueItems",
-                "multipleOf": "MultipleOf", "required": "Required", "items": "Items", "properties": "Properties",
-                "externalDocs": "ExternalDocs", "example": "Example",
-                "x-kubernetes-preserve-unknown-fields": "XPreserveUnknownFields",
-                "x-kubernetes-validations": "XValidations"}
-_ALLOWED_AT_ROOT = "[" + " ".join(_ROOT_FIELDS.values()) + "]"
-
-
 def validate_crd(crd: Obj, old: Obj | None) -> Causes:
     """A CRD on create (``old`` None) or update."""
     meta = dict_at(crd, "metadata")
@@ -197,8 +184,8 @@ def _deprecation(version: Obj, path: str) -> Causes:
 
 
 def _validation(schema_holder: Any, status_enabled: bool, path: str) -> Causes:
-    """A version's (or the shared) ``schema``: its openAPIV3Schema must be structural; with the status
-    subresource, only some fields may be at its root."""
+    """A version's (or the shared) ``schema``: its openAPIV3Schema must be a structural schema Kubernetes serves
+    (with the status subresource, only some fields may be at its root)."""
     if not isinstance(schema_holder, dict):
         return []
     schema = schema_holder.get("openAPIV3Schema")
@@ -207,24 +194,7 @@ def _validation(schema_holder: Any, status_enabled: bool, path: str) -> Causes:
     root = f"{path}.openAPIV3Schema"
     if not isinstance(schema, dict):
         return [v.type_invalid(root, schema, "must be an object")]
-    causes: Causes = []
-    if status_enabled:
-        for key, value in schema.items():
-            if value in (None, False, "", [], {}, 0):
-                continue
-            if key == "type":
-                if value != "object":
-                    causes.append(v.invalid(f"{root}.type", value, 'only "object" is allowed as the type at the '
-                                            'root of the schema if the status subresource is enabled'))
-                    break
-                continue
-            if key not in _ROOT_FIELDS:
-                causes.append(v.invalid(root, "", f"only {_ALLOWED_AT_ROOT} fields are allowed at the root of the "
-                                                  f"schema if the status subresource is enabled"))
-                break
-    if schema.get("nullable") is True:
-        causes.append(v.forbidden(f"{root}.nullable", "nullable cannot be true at the root"))
-    return causes + crdschemas.check_structural(schema, root)
+    return crdschemas.check_structural(schema, root, status_subresource=status_enabled)
 
 
 def _json_path(value: Any, path: str) -> Causes:
