@@ -76,6 +76,17 @@ def gadget_crd() -> Obj:
     }
 
 
+def with_rules(crd: Obj) -> Obj:
+    """Two CEL rules on the widget's spec: a size needs replicas, and replicas may not go down by more than two."""
+    for version in crd["spec"]["versions"]:
+        spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        spec["x-kubernetes-validations"] = [
+            {"rule": "!has(self.size) || self.replicas > 0", "message": "a sized widget needs replicas"},
+            {"rule": "self.replicas >= oldSelf.replicas - 2", "message": "replicas may not drop by more than two",
+             "reason": "FieldValueForbidden"}]
+    return crd
+
+
 def widget(name: str, version: str = "v1", **spec: Any) -> Obj:
     return {"apiVersion": f"{GROUP}/{version}", "kind": "Widget", "metadata": {"name": name}, "spec": spec}
 

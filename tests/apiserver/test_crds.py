@@ -21,6 +21,7 @@ from tests.crds import (
     widget,
     widget_crd,
     widgets,
+    with_rules,
 )
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
@@ -491,19 +492,8 @@ async def test_a_restarted_cluster_serves_every_crd_and_custom_resource_again(tm
 
 
 # -- the schema -------------------------------------------------------------------------------------------------------
-def _with_rules(crd: dict) -> dict:
-    """Two CEL rules on the widget's spec: a size needs replicas, and replicas may not go down by more than two."""
-    for version in crd["spec"]["versions"]:
-        spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
-        spec["x-kubernetes-validations"] = [
-            {"rule": "!has(self.size) || self.replicas > 0", "message": "a sized widget needs replicas"},
-            {"rule": "self.replicas >= oldSelf.replicas - 2", "message": "replicas may not drop by more than two",
-             "reason": "FieldValueForbidden"}]
-    return crd
-
-
 async def test_objects_are_defaulted_pruned_and_validated_by_the_crds_schema(http, cluster) -> None:
-    await create_and_wait(http, _with_rules(widget_crd()))
+    await create_and_wait(http, with_rules(widget_crd()))
     body = widget("w", size="L")
     body["spec"]["unknown"] = 1
     body["extra"] = {"a": 1}
