@@ -123,8 +123,9 @@ class ObjectCodec(Protocol):
         """The object as it is stored (a new object; ``obj`` is not changed)."""
         ...
 
-    async def present(self, raws: list[bytes]) -> list[bytes]:
-        """Stored objects (JSON) as the request's version answers them."""
+    async def present(self, raws: list[bytes], written: bool = False) -> list[bytes]:
+        """Stored objects (JSON) as the request's version answers them (``written``: just stored by this
+        request, so defaulted already)."""
         ...
 
 
@@ -146,10 +147,10 @@ class ResourceRest:
         """A stored object as this resource's version sees it (decoded anew)."""
         return record.object() if self.codec is None else await self.codec.decode(record)
 
-    async def present(self, result: Record | Obj) -> bytes:
-        """The JSON of a write's result or a read object, in this resource's version."""
+    async def present(self, result: Record | Obj, written: bool = False) -> bytes:
+        """The JSON of a read object or (``written``) of a write's result, in this resource's version."""
         if isinstance(result, Record):
-            return result.raw if self.codec is None else (await self.codec.present([result.raw]))[0]
+            return result.raw if self.codec is None else (await self.codec.present([result.raw], written))[0]
         return orjson.dumps(result)
 
     async def present_all(self, raws: list[bytes]) -> list[bytes]:

@@ -555,7 +555,7 @@ def _method_not_allowed(request: ApiRequest) -> StatusError:
 
 async def _object_response(rest: ResourceRest, result: Record | Obj, status: int = 200,
                            headers: dict[str, str] | None = None) -> ApiResponse:
-    response = ApiResponse.raw(await rest.present(result), status)
+    response = ApiResponse.raw(await rest.present(result, written=True), status)
     response.headers.update(headers or {})
     return response
 

@@ -554,3 +554,16 @@ async def test_a_crd_whose_schema_is_not_structural_is_refused(http) -> None:
     assert {"reason": "FieldValueRequired", "message": "Required value: must not be empty for specified object fields",
             "field": "spec.validation.openAPIV3Schema.properties[spec].properties[size].type"} \
         in body["details"]["causes"]
+
+
+async def test_a_custom_kind_named_like_a_built_in_one_has_none_of_its_merge_keys(http) -> None:
+    crd = gadget_crd()
+    crd["metadata"]["name"] = f"pods.{GROUP}"
+    crd["spec"]["names"] = {"plural": "pods", "kind": "Pod"}
+    await create_and_wait(http, crd)
+    pod = {"apiVersion": f"{GROUP}/v1", "kind": "Pod", "metadata": {"name": "p"},
+           "spec": {"containers": [{"name": "a", "image": "x"}, {"name": "b", "image": "y"}]}}
+    status, body = await http.call("PATCH", f"/apis/{GROUP}/v1/pods/p", data=orjson.dumps(pod),
+                                   content_type="application/apply-patch+yaml", params={"fieldManager": "me"})
+    assert status == 201, body
+    assert body["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"] == {"f:containers": {}}

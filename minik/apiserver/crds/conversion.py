@@ -152,16 +152,19 @@ class CustomResourceCodec:
         return self._default(converted)
 
     async def encode(self, obj: Obj) -> Obj:
-        copied: Obj = orjson.loads(orjson.dumps(obj))
         if self.info.storage_version == self.info.version:
-            return copied
+            return obj  # stored as it is (the store writes its own JSON of it)
+        copied: Obj = orjson.loads(orjson.dumps(obj))
         return (await self.converter.convert([copied], self.info.storage_version))[0]
 
-    async def present(self, raws: list[bytes]) -> list[bytes]:
-        if self.identity or not raws:
+    async def present(self, raws: list[bytes], written: bool = False) -> list[bytes]:
+        """``written``: objects this request just stored, defaulted already (only converted)."""
+        if not raws or self.identity or (written and not self.info.converts):
             return raws
         objects = [orjson.loads(raw) for raw in raws]
         converted = await self.converter.convert(objects, self.info.version)
+        if written:
+            return [orjson.dumps(obj) for obj in converted]
         return [orjson.dumps(self._default(obj)) for obj in converted]
 
     async def watch(self, lines: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
