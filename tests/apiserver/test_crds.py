@@ -264,6 +264,10 @@ async def test_lists_and_watches_select_by_labels_names_and_the_crds_selectable_
         event = orjson.loads(line)
         assert event["type"] == "ADDED" and event["object"]["metadata"]["name"] == "a"
         assert event["object"]["apiVersion"] == f"{GROUP}/v1"
+    status, deleted = await http.delete(widgets(), labelSelector="tier=front")
+    assert status == 200 and deleted["kind"] == "WidgetList"
+    assert sorted(item["metadata"]["name"] for item in deleted["items"]) == ["a", "c"]
+    assert await names() == ["b"]
 
 
 # -- versions ---------------------------------------------------------------------------------------------------------
@@ -451,8 +455,12 @@ async def test_deleting_a_crd_deletes_its_resources_and_then_stops_serving_them(
 
 async def test_a_changed_schema_or_version_takes_effect_without_a_restart(http) -> None:
     await create_and_wait(http, widget_crd())
+    status, body = await http.post(widgets(), widget("purple", color="purple"))
+    assert status == 422
     crd = await get_crd(http)
     crd["spec"]["versions"][0]["served"] = False
+    crd["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["color"]["enum"] \
+        .append("purple")
     crd["spec"]["versions"][1]["additionalPrinterColumns"] = [{"name": "Size", "type": "string",
                                                                "jsonPath": ".spec.size"}]
     status, body = await http.put(f"{CRDS}/widgets.{GROUP}", crd)
@@ -462,6 +470,9 @@ async def test_a_changed_schema_or_version_takes_effect_without_a_restart(http) 
         return (await http.get(widgets(version="v1beta1")))[0] == 404
 
     await wait_for(v1beta1_gone)
+    status, body = await http.post(widgets(), widget("purple", color="purple"))
+    assert status == 201, body
+    await http.delete(f"{widgets()}/purple")
     await http.post(widgets(), widget("w", size="XL"))
     async with http.session.get(widgets(), headers={"Accept": TABLE}) as response:
         table = orjson.loads(await response.read())
