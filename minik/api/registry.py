@@ -174,9 +174,6 @@ class Registry:
         found = self._by_gvk.get((group, version, kind))
         return found if found is not None else self._by_kind.get((group, kind))
 
-    def is_builtin(self, resource: ResourceType) -> bool:
-        return resource.custom is None
-
     def preferred(self) -> list[ResourceType]:
         """One type per resource (group and plural): its preferred version."""
         return list(self._preferred)

@@ -280,8 +280,9 @@ class FieldManager:
         self.resource = resource
         self.manager = manager
         self.subresource = subresource or ""
-        # a custom resource has none of the merge keys of the built-in kind that may share its kind's name
-        self.shape = fieldpath.kind_shape(resource.kind if resource.custom is None else "")
+        # a custom resource's lists are keyed as its CRD's schema says (never as a built-in kind of its name's)
+        self.shape = fieldpath.kind_shape(resource.kind) if resource.custom is None else \
+            fieldpath.custom_shape(resource.custom.schema)
         self.key = ManagerKey(manager, self.operation, resource.api_version, self.subresource)
 
     @classmethod

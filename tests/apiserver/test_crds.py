@@ -578,3 +578,26 @@ async def test_a_custom_kind_named_like_a_built_in_one_has_none_of_its_merge_key
                                    content_type="application/apply-patch+yaml", params={"fieldManager": "me"})
     assert status == 201, body
     assert body["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"] == {"f:containers": {}}
+
+
+async def test_server_side_apply_merges_the_lists_a_crd_declares_as_maps(http) -> None:
+    crd = widget_crd()
+    for version in crd["spec"]["versions"]:
+        ports = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["ports"]
+        ports["x-kubernetes-list-type"] = "map"
+        ports["x-kubernetes-list-map-keys"] = ["name"]
+        ports["items"]["required"] = ["name"]
+    await create_and_wait(http, crd)
+
+    async def apply(manager: str, ports: list[dict]) -> tuple[int, dict]:
+        return await http.call("PATCH", f"{widgets()}/w", data=orjson.dumps(widget("w", ports=ports)),
+                               content_type="application/apply-patch+yaml", params={"fieldManager": manager})
+
+    assert (await apply("alpha", [{"name": "a", "port": 1}]))[0] == 201
+    status, body = await apply("beta", [{"name": "b", "port": 2}])
+    assert status == 200, body
+    assert body["spec"]["ports"] == [{"name": "a", "port": 1}, {"name": "b", "port": 2}]
+    owned = {e["manager"]: e["fieldsV1"]["f:spec"]["f:ports"] for e in body["metadata"]["managedFields"]}
+    assert set(owned["beta"]) == {'k:{"name":"b"}'}
+    status, body = await apply("beta", [{"name": "a", "port": 9}])
+    assert status == 409 and body["reason"] == "Conflict"  # a's port is alpha's
