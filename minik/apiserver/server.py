@@ -162,6 +162,7 @@ class ApiServer:
         self.crds.start()
 
     async def stop(self) -> None:
+        self._unsubscribe()
         await self.crds.stop()
         await self.webhooks.close()
 
