@@ -24,6 +24,7 @@ import structlog
 from minik.api.resources import REGISTRY
 from minik.api.tokens import NODE_USER_PREFIX, NODES
 from minik.apiserver.admission import ObjectReader, default_plugins
+from minik.apiserver.admission.dynamic import DynamicAdmission
 from minik.apiserver.auth import authz
 from minik.apiserver.auth.authn import StaticTokens, TokenAuthenticator
 from minik.apiserver.auth.authz import ClusterAuthorizer
@@ -301,6 +302,8 @@ class Cluster:
         self.api: ApiServer | None = None
         #: Node and RBAC authorization, their indexes following the store
         self.authorizer: ClusterAuthorizer | None = None
+        #: admission webhooks and ValidatingAdmissionPolicies (their configurations followed in the store)
+        self.dynamic_admission: DynamicAdmission | None = None
         #: signs and checks service account tokens
         self.issuer: TokenIssuer | None = None
         self._listener: HttpListener | None = None
@@ -411,7 +414,10 @@ class Cluster:
             self.authorizer = ClusterAuthorizer(self.store)
             self.authorizer.start()
             self.issuer = TokenIssuer(s.data_dir / "pki")
-            plugins = [*default_plugins(reader), RbacEscalation(self.authorizer.rbac.index, self.authorizer)]
+            self.dynamic_admission = DynamicAdmission(self.store, reader, registry, self.authorizer.authorize)
+            self.dynamic_admission.start()
+            plugins = [*default_plugins(reader), RbacEscalation(self.authorizer.rbac.index, self.authorizer),
+                       *self.dynamic_admission.plugins()]
             tokens = TokenAuthenticator(reader, self.tokens, ServiceAccountTokens(self.issuer, reader))
             self.api = ApiServer(self.store, registry, ApiSettings(address=f"{s.bind}:{s.port}",
                                                                   service_cidr=s.service_cidr,
@@ -546,6 +552,9 @@ class Cluster:
             await self._listener.shutdown(self.settings.shutdown_timeout_seconds)  # let the requests in flight finish
             await self._server.wait_closed()
             self._server = self._listener = None
+        if self.dynamic_admission is not None:
+            await self.dynamic_admission.stop()
+            self.dynamic_admission = None
         if self.api is not None:
             await self.api.stop()
         if self.authorizer is not None:

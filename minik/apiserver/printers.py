@@ -714,6 +714,48 @@ def _binding_cells(binding: Obj, now: float) -> Cells:
             since(meta.get("creationTimestamp"), now), named("User"), named("Group"), accounts]
 
 
+def _webhook_configuration_columns() -> list[Column]:
+    return [name_col(), col("Webhooks", "integer", "Webhooks indicates the number of webhooks registered in this "
+                                                   "configuration"), age_col()]
+
+
+def _webhook_configuration_cells(config: Obj, now: float) -> Cells:
+    meta = _dict(config.get("metadata"))
+    return [meta.get("name", ""), len(_list(config.get("webhooks"))), since(meta.get("creationTimestamp"), now)]
+
+
+def _policy_columns() -> list[Column]:
+    return [name_col(), col("Validations", "integer", "Validations indicates the number of validation expressions"),
+            col("ParamKind", description="ParamKind specifies the kind of resources used to parameterize this "
+                                         "policy"), age_col()]
+
+
+def _policy_cells(policy: Obj, now: float) -> Cells:
+    meta, spec = _dict(policy.get("metadata")), _dict(policy.get("spec"))
+    kind = _dict(spec.get("paramKind"))
+    param_kind = f"{_str(kind.get('apiVersion'))}/{_str(kind.get('kind'))}" if kind else "<unset>"
+    return [meta.get("name", ""), len(_list(spec.get("validations"))), param_kind,
+            since(meta.get("creationTimestamp"), now)]
+
+
+def _policy_binding_columns() -> list[Column]:
+    return [name_col(), col("PolicyName", description="PolicyName indicates the policy definition which the policy "
+                                                      "binding binded to"),
+            col("ParamRef", description="ParamRef indicates the param resource which sets the configration param"),
+            age_col()]
+
+
+def _policy_binding_cells(binding: Obj, now: float) -> Cells:
+    meta, spec = _dict(binding.get("metadata")), _dict(binding.get("spec"))
+    ref = _dict(spec.get("paramRef"))
+    param = "<unset>"
+    if ref.get("name"):
+        param = f"{_str(ref.get('namespace')) or '*'}/{_str(ref.get('name'))}"
+    elif ref.get("selector") is not None:
+        param = selector_string(ref.get("selector"))
+    return [meta.get("name", ""), _str(spec.get("policyName")), param, since(meta.get("creationTimestamp"), now)]
+
+
 def _default_columns() -> list[Column]:
     return [name_col(), age_col()]
 
@@ -746,6 +788,10 @@ _PRINTERS: dict[str, Printer] = {
     "ClusterRole": Printer(_role_columns, _role_cells),
     "RoleBinding": Printer(_binding_columns, _binding_cells),
     "ClusterRoleBinding": Printer(_binding_columns, _binding_cells),
+    "MutatingWebhookConfiguration": Printer(_webhook_configuration_columns, _webhook_configuration_cells),
+    "ValidatingWebhookConfiguration": Printer(_webhook_configuration_columns, _webhook_configuration_cells),
+    "ValidatingAdmissionPolicy": Printer(_policy_columns, _policy_cells),
+    "ValidatingAdmissionPolicyBinding": Printer(_policy_binding_columns, _policy_binding_cells),
 }
 _DEFAULT = Printer(_default_columns, _default_cells)
 

@@ -96,6 +96,11 @@ def _copier(obj: Obj) -> Callable[[], Obj]:
     return lambda: orjson.loads(raw)
 
 
+def _options(fields: FieldManager | None) -> Obj | None:
+    """The options admission sees of a create or update (its field manager)."""
+    return {"fieldManager": fields.manager} if fields is not None else None
+
+
 #: called once a write is decided: True when it was stored, False when it was not (conflict, dry run, error)
 Finish = Callable[[bool], Awaitable[None]]
 
@@ -189,6 +194,17 @@ class ResourceRest:
         else:
             meta.pop("namespace", None)
 
+    def _after_mutation(self, obj: Obj, namespace: str | None, name: str | None) -> Obj:
+        """The object's metadata after the mutating admission plugins (a webhook's patch replaces the object's
+        content): still of this type, namespace and (for an update) name."""
+        self._check_type(obj)
+        self._check_namespace(obj, namespace)
+        if name is not None and obj["metadata"].get("name") != name:
+            raise bad_request(f"the name of the object ({obj['metadata'].get('name')}) does not match the name on "
+                              f"the URL ({name})")
+        meta: Obj = obj["metadata"]
+        return meta
+
     def record(self, namespace: str | None, name: str) -> Record:
         record = self.store.get(self.resource.key(namespace, name))
         if record is None:
@@ -212,8 +228,11 @@ class ResourceRest:
         self.strategy.prepare_for_create(obj)
         self.strategy.default(obj)
         attrs = Attributes("CREATE", self.resource, None, namespace, str(meta.get("name") or ""), obj, None, user,
-                           dry_run)
+                           dry_run, _options(fields))
         await self.admission.admit(attrs)
+        meta = self._after_mutation(obj, namespace, None)
+        for owned in _SERVER_OWNED + ("resourceVersion", "generation"):  # a webhook's patch may not set them
+            meta.pop(owned, None)
         if fields is not None:
             fields.created(obj)
         meta["uid"] = new_uid()
@@ -365,8 +384,10 @@ class ResourceRest:
         else:
             self.strategy.prepare_for_update(new, current)
             self.strategy.default(new)
-        attrs = Attributes("UPDATE", self.resource, subresource, namespace, name, new, current, user, dry_run)
+        attrs = Attributes("UPDATE", self.resource, subresource, namespace, name, new, current, user, dry_run,
+                           _options(fields))
         await self.admission.admit(attrs)
+        meta = self._after_mutation(new, namespace, name)
         if fields is not None:
             fields.updated(new, current)
         if self.strategy.tracks_generation and subresource is None and \
@@ -396,7 +417,7 @@ class ResourceRest:
             current = record.object()
             meta = current["metadata"]
             self._check_preconditions(name, options.get("preconditions") or {}, meta)
-            attrs = Attributes("DELETE", self.resource, None, namespace, name, None, current, user, dry_run)
+            attrs = Attributes("DELETE", self.resource, None, namespace, name, None, current, user, dry_run, options)
             await self.admission.validate(attrs)
             updated = copy.deepcopy(current)
             umeta = updated["metadata"]

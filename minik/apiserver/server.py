@@ -36,7 +36,6 @@ from minik.apiserver.authorization import Authorizer, AuthzAttributes, Decision
 from minik.apiserver.crds.controller import CrdController
 from minik.apiserver.crds.conversion import CustomResourceCodec, HttpWebhooks
 from minik.apiserver.crds.rest import CustomResourceRest
-from minik.apiserver.crds.services import service_endpoint
 from minik.apiserver.eviction import evict
 from minik.apiserver.fieldvalidation import DELETE_OPTIONS, FieldValidation, check_integers
 from minik.apiserver.limits import Lanes, Limits
@@ -145,7 +144,7 @@ class ApiServer:
         self._static_generation = -1
         self.openapi = OpenApi(registry)
         #: calls CRDs' conversion webhooks
-        self.webhooks = HttpWebhooks(self._service_endpoint)
+        self.webhooks = HttpWebhooks(self.reader)
         #: serves what CustomResourceDefinitions declare (started by ``start``)
         self.crds = CrdController(self)
         self._unsubscribe = registry.subscribe(self._registry_changed)
@@ -174,11 +173,6 @@ class ApiServer:
             rest = self.rests.get(key)
             if rest is not None and rest.resource is resource:
                 del self.rests[key]
-
-    def _service_endpoint(self, namespace: str, name: str, port: int) -> tuple[str, int] | None:
-        """Where a webhook's service reference leads: a ready address of the service's endpoints and the port the
-        service's ``port`` targets there."""
-        return service_endpoint(self.store, namespace, name, port)
 
     @property
     def static_documents(self) -> dict[str, bytes]:

@@ -448,3 +448,84 @@ def test_a_failing_rule_on_an_unchanged_value_is_let_pass_on_update() -> None:
         'spec.name: Invalid value: "string": failed rule: self.size() < 4',
         "spec.tags[0]: Invalid value: \"string\": failed rule: self != 'bad'",
         "spec.tags[1]: Invalid value: \"string\": failed rule: self != 'bad'"]
+
+
+def test_unknown_fields_under_maps_are_spelt_with_dots_as_kubernetes_reports_them() -> None:
+    schema = obj_schema(byZone={"type": "object", "additionalProperties": {
+        "type": "object", "properties": {"replicas": {"type": "integer"}}}})
+    obj = cr(byZone={"eu-1": {"replicas": 1, "typo": 2}})
+    assert CompiledSchema.from_openapi(schema).prune(obj) == ["spec.byZone.eu-1.typo"]
+    assert obj["spec"]["byZone"] == {"eu-1": {"replicas": 1}}
+
+
+def test_metadata_declared_in_the_schema_is_not_pruned() -> None:
+    schema = {"type": "object", "properties": {"metadata": {"type": "object"}, "spec": {"type": "object"}}}
+    obj = cr()
+    obj["metadata"] = {"name": "w", "labels": {"a": "b"}, "annotations": {"c": "d"}}
+    assert CompiledSchema.from_openapi(schema).prune(obj) == []
+    assert obj["metadata"] == {"name": "w", "labels": {"a": "b"}, "annotations": {"c": "d"}}
+
+
+def test_a_schema_that_preserves_unknown_fields_at_the_root_prunes_nothing() -> None:
+    schema = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    obj = cr(anything={"at": ["all"]})
+    assert CompiledSchema.from_openapi(schema).prune(obj) == []
+    assert obj["spec"] == {"anything": {"at": ["all"]}}
+
+
+def test_with_the_status_subresource_the_root_is_restricted() -> None:
+    schema = {"type": "object", "additionalProperties": {"type": "string"}}
+    found = lines(check_structural(schema, P, status_subresource=True))
+    assert found[0].startswith(f"{P}: Invalid value: ")
+    assert "fields are allowed at the root of the schema if the status subresource is enabled" in found[0]
+
+
+def test_nullable_is_forbidden_at_the_root() -> None:
+    assert lines(check_structural({"type": "object", "nullable": True}, P)) == [
+        "spec.versions[0].schema.openAPIV3Schema.nullable: Forbidden: nullable cannot be true at the root"]
+
+
+def test_a_valid_operator_style_schema_passes() -> None:
+    schema = {"type": "object", "properties": {
+        "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
+        "spec": {"type": "object", "required": ["image"], "properties": {
+            "image": {"type": "string"}, "replicas": {"type": "integer", "default": 1, "minimum": 0},
+            "resources": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                      "items": {"type": "object", "required": ["name"], "properties": {
+                          "name": {"type": "string"}, "port": {"x-kubernetes-int-or-string": True}}}}},
+            "x-kubernetes-validations": [{"rule": "self.replicas < 100", "message": "too many"},
+                                         {"rule": "self.image == oldSelf.image", "message": "image is immutable"}]},
+        "status": {"type": "object", "properties": {"conditions": {"type": "array", "items": {
+            "type": "object", "x-kubernetes-map-type": "atomic", "properties": {"type": {"type": "string"}}}}}}}}
+    assert check_structural(schema, P, status_subresource=True) == []
+
+
+def test_list_duplicates_are_refused_on_update_unless_the_old_object_had_them_too() -> None:
+    schema = obj_schema(tags={"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set"},
+                        n={"type": "integer"})
+    assert validate(schema, cr(tags=["a", "a"], n=2), cr(tags=["a"], n=1)) == ['spec.tags[1]: Duplicate value: "a"']
+    assert validate(schema, cr(tags=["a", "a"], n=2), cr(tags=["b", "b"], n=1)) == []
+
+
+def test_quantities_compare_by_value_in_rules() -> None:
+    schema = obj_schema(memory={"type": "string", "x-kubernetes-validations": [
+        {"rule": "quantity(self).isLessThan(quantity('1Gi'))", "message": "at most 1Gi"},
+        {"rule": "quantity('1Gi') == quantity('1024Mi') && quantity('2k').asInteger() == 2000"}]})
+    assert check_structural(schema, P) == []
+    assert validate(schema, cr(memory="512Mi")) == []
+    assert validate(schema, cr(memory="2Gi")) == ['spec.memory: Invalid value: "string": at most 1Gi']
+
+
+def test_ip_cidr_and_url_functions_answer_as_kubernetes_does() -> None:
+    schema = obj_schema(
+        net={"type": "string", "x-kubernetes-validations": [
+            {"rule": "isCIDR(self) && cidr(self).containsIP(ip('10.1.2.3'))", "message": "must contain 10.1.2.3"},
+            {"rule": "cidr(self).prefixLength() >= 8 && cidr(self).ip().family() == 4"}]},
+        endpoint={"type": "string", "x-kubernetes-validations": [
+            {"rule": "isURL(self) && url(self).getScheme() == 'https'", "message": "must be an https URL"}]})
+    assert check_structural(schema, P) == []
+    assert validate(schema, cr(net="10.0.0.0/8", endpoint="https://example.com:8443/x")) == []
+    assert validate(schema, cr(net="192.168.0.0/16", endpoint="http://example.com")) == [
+        'spec.net: Invalid value: "string": must contain 10.1.2.3',
+        'spec.endpoint: Invalid value: "string": must be an https URL']

@@ -25,7 +25,10 @@ def test_every_kind_is_registered_with_the_short_names_kubectl_shows() -> None:
         "daemonsets": ("ds",), "statefulsets": ("sts",), "jobs": (), "cronjobs": ("cj",), "leases": (),
         "priorityclasses": ("pc",), "roles": (), "clusterroles": (), "rolebindings": (), "clusterrolebindings": (),
         "tokenreviews": (), "selfsubjectreviews": (), "subjectaccessreviews": (), "selfsubjectaccessreviews": (),
-        "localsubjectaccessreviews": (), "selfsubjectrulesreviews": (), "customresourcedefinitions": ("crd", "crds"),
+        "localsubjectaccessreviews": (), "selfsubjectrulesreviews": (),
+        "mutatingwebhookconfigurations": (), "validatingwebhookconfigurations": (),
+        "validatingadmissionpolicies": (), "validatingadmissionpolicybindings": (),
+        "customresourcedefinitions": ("crd", "crds"),
     }
     assert REGISTRY.resolve("deploy") is resource("deployments")
     assert REGISTRY.resolve("pc") is resource("priorityclasses")
@@ -61,7 +64,8 @@ def test_each_strategy_knows_the_scope_the_registry_declares() -> None:
     assert {t.plural for t in REGISTRY.types if not t.namespaced} == {
         "namespaces", "nodes", "priorityclasses", "clusterroles", "clusterrolebindings", "tokenreviews",
         "selfsubjectreviews", "subjectaccessreviews", "selfsubjectaccessreviews", "selfsubjectrulesreviews",
-        "customresourcedefinitions"}
+        "mutatingwebhookconfigurations", "validatingwebhookconfigurations", "validatingadmissionpolicies",
+        "validatingadmissionpolicybindings", "customresourcedefinitions"}
 
 
 @pytest.mark.parametrize("plural, extra", [

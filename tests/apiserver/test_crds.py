@@ -307,8 +307,9 @@ async def test_an_unreachable_conversion_webhook_fails_requests_with_a_clear_err
     assert status == 201  # the storage version: nothing to convert
     status, body = await http.get(f"{widgets(version='v1beta1')}/w")
     assert status == 500 and body["reason"] == "InternalError"
-    assert body["message"].startswith("Internal error occurred: conversion webhook for example.com/v1beta1, "
-                                      "Kind=Widget failed: Post \"https://127.0.0.1:1/convert\"")
+    assert body["message"] == ('Internal error occurred: conversion webhook for example.com/v1beta1, Kind=Widget '
+                               'failed: Post "https://127.0.0.1:1/convert?timeout=30s": dial tcp 127.0.0.1:1: connect: '
+                               'connection refused')
 
 
 # -- discovery, OpenAPI, tables ---------------------------------------------------------------------------------------

@@ -4,8 +4,9 @@ Pure: no I/O; imports minik.api, the standard library and the CEL runtime (cel-e
 
 - ``check_structural(schema, path="spec.validation.openAPIV3Schema", status_subresource=False)``: the causes that
   make a CRD version's ``openAPIV3Schema`` refused, with Kubernetes' messages and field paths (not structural,
-  forbidden fields, list-type rules, defaults that do not validate, CEL rules that do not compile). Empty when the
-  schema is fine. ``path`` is where the schema sits in the CRD (``spec.versions[0].schema.openAPIV3Schema``).
+  forbidden fields, list-type rules, defaults that do not validate, CEL rules that do not compile, ``nullable`` at
+  the root; with ``status_subresource``, the fields the root may have). Empty when the schema is fine. ``path`` is
+  where the schema sits in the CRD (``spec.versions[0].schema.openAPIV3Schema``).
 - ``CompiledSchema.from_openapi(schema)``: the schema compiled once per CRD version (every CEL program compiled,
   patterns compiled). Its methods work on a decoded custom resource in place:
 
@@ -20,10 +21,12 @@ Pure: no I/O; imports minik.api, the standard library and the CEL runtime (cel-e
     correlated old values are ratcheted as in Kubernetes 1.32 (CRDValidationRatcheting): their schema errors and
     their failing rules that do not use oldSelf are let pass (Kubernetes warns about the latter; no warning here).
 
-Metadata at the root is left to the API server (ObjectMeta validation), as Kubernetes does.
+Metadata at the root is left to the API server (ObjectMeta validation), as Kubernetes does. CEL cost limits
+(Kubernetes' estimated and runtime budgets) are not enforced.
 """
 
-from minik.api.crdschema.compiled import CompiledSchema, cel_escape
+from minik.api.crdschema.compiled import CompiledSchema
+from minik.api.crdschema.rules import cel_escape
 from minik.api.crdschema.structural import check_structural
 
 __all__ = ["CompiledSchema", "cel_escape", "check_structural"]

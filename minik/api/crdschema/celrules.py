@@ -11,7 +11,11 @@ compiles, as Kubernetes' cross-type numeric comparisons allow).
 Kubernetes' extension libraries, beyond the standard library and the strings (version 2), optional and
 bindings extensions, are here in part (see ``_k8s_library``): lists (isSorted, sum, min, max, indexOf,
 lastIndexOf), regex (find, findAll), sets (contains, equivalent, intersects) and the checks isURL, isIP, isCIDR,
-isQuantity. The functions returning opaque types (url(), quantity(), ip(), cidr(), format.named()) are not.
+isQuantity, and quantity() with its methods (isLessThan, isGreaterThan, compareTo, add, sub, sign, isInteger,
+asInteger, asApproximateFloat), where a quantity is carried as the string of its exact value (so two quantities
+of equal value are equal), and ip(), cidr() and url() with their methods (see celnet). Not there: format.named()
+and the format library, the authorizer library (no use in CRD rules), and two-variable comprehensions (Kubernetes
+1.32's ``all(i, v, ...)``), which this runtime's parser lacks.
 """
 
 from __future__ import annotations
@@ -19,16 +23,16 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
-import ipaddress
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
-from urllib.parse import urlparse
 
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_encoders, ext_math, ext_optional, ext_strings
 
+from minik.api.crdschema import celnet
 from minik.api.quantity import parse_quantity
 
 T = cel.Type
@@ -144,39 +148,68 @@ def _sets_intersects(a: list[Any], b: list[Any]) -> bool:
     return any(any(x == y for y in a) for x in b)
 
 
-def _is_url(text: str) -> bool:
-    """Go's url.ParseRequestURI accepts an absolute URL or an absolute path."""
-    if text.startswith("/"):
-        return True
-    try:
-        parsed = urlparse(text)
-    except ValueError:
-        return False
-    return bool(parsed.scheme)
-
-
-def _is_ip(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return "%" not in text
-
-
-def _is_cidr(text: str) -> bool:
-    try:
-        ipaddress.ip_network(text, strict=False)
-    except ValueError:
-        return False
-    return "/" in text
-
-
 def _is_quantity(text: str) -> bool:
     try:
         parse_quantity(text)
     except (ValueError, TypeError):
         return False
     return True
+
+
+def _quantity(text: str) -> str:
+    """A quantity as this library carries it: the string of its exact value (``1Gi`` -> ``1073741824``)."""
+    value = parse_quantity(text)
+    return _q_str(value)
+
+
+def _q_str(value: Decimal) -> str:
+    text = format(value.normalize(), "f")
+    return text
+
+
+def _q(text: str) -> Decimal:
+    return Decimal(text)
+
+
+def _q_compare(a: str, b: str) -> int:
+    x, y = _q(a), _q(b)
+    return -1 if x < y else (1 if x > y else 0)
+
+
+def _q_as_integer(a: str) -> int:
+    value = _q(a)
+    if value != value.to_integral_value() or not -(2 ** 63) <= value < 2 ** 63:
+        raise ValueError("cannot convert value to integer")
+    return int(value)
+
+
+def _q_add(a: str, b: Any) -> str:
+    return _q_str(_q(a) + (_q(b) if isinstance(b, str) else Decimal(b)))
+
+
+def _q_sub(a: str, b: Any) -> str:
+    return _q_str(_q(a) - (_q(b) if isinstance(b, str) else Decimal(b)))
+
+
+def _quantity_functions() -> list[Any]:
+    q = T.STRING
+
+    def member(name: str, overloads: list[tuple[str, Any, list[Any], Callable[..., Any]]]) -> Any:
+        return cel.FunctionDecl(name, [cel.Overload(oid, result, params, is_member=True, impl=impl)
+                                       for oid, result, params, impl in overloads])
+
+    return [
+        cel.FunctionDecl("quantity", [cel.Overload("k8s_quantity", q, [T.STRING], impl=_quantity)]),
+        member("isLessThan", [("k8s_q_is_less_than", T.BOOL, [q, q], lambda a, b: _q_compare(a, b) < 0)]),
+        member("isGreaterThan", [("k8s_q_is_greater_than", T.BOOL, [q, q], lambda a, b: _q_compare(a, b) > 0)]),
+        member("compareTo", [("k8s_q_compare_to", T.INT, [q, q], _q_compare)]),
+        member("add", [("k8s_q_add", q, [q, q], _q_add), ("k8s_q_add_int", q, [q, T.INT], _q_add)]),
+        member("sub", [("k8s_q_sub", q, [q, q], _q_sub), ("k8s_q_sub_int", q, [q, T.INT], _q_sub)]),
+        member("sign", [("k8s_q_sign", T.INT, [q], lambda a: _q_compare(a, "0"))]),
+        member("isInteger", [("k8s_q_is_integer", T.BOOL, [q], lambda a: _q(a) == _q(a).to_integral_value())]),
+        member("asInteger", [("k8s_q_as_integer", T.INT, [q], _q_as_integer)]),
+        member("asApproximateFloat", [("k8s_q_as_float", T.DOUBLE, [q], lambda a: float(_q(a)))]),
+    ]
 
 
 def _k8s_library() -> Any:
@@ -204,10 +237,12 @@ def _k8s_library() -> Any:
         function("sets.contains", "k8s_sets_contains", T.BOOL, [ld, ld], _sets_contains),
         function("sets.equivalent", "k8s_sets_equivalent", T.BOOL, [ld, ld], _sets_equivalent),
         function("sets.intersects", "k8s_sets_intersects", T.BOOL, [ld, ld], _sets_intersects),
-        function("isURL", "k8s_is_url", T.BOOL, [T.STRING], _is_url),
-        function("isIP", "k8s_is_ip", T.BOOL, [T.STRING], _is_ip),
-        function("isCIDR", "k8s_is_cidr", T.BOOL, [T.STRING], _is_cidr),
+        function("isURL", "k8s_is_url", T.BOOL, [T.STRING], celnet.is_url),
+        function("isIP", "k8s_is_ip", T.BOOL, [T.STRING], celnet.is_ip),
+        function("isCIDR", "k8s_is_cidr", T.BOOL, [T.STRING], celnet.is_cidr),
         function("isQuantity", "k8s_is_quantity", T.BOOL, [T.STRING], _is_quantity),
+        *_quantity_functions(),
+        *celnet.functions(),
     ])
 
 
@@ -290,6 +325,17 @@ def compile_rule(source: str, self_type: Any, optional_old_self: bool = False) -
     if _return_name(program) not in ("bool", "BOOL", "dyn", "DYN"):
         raise CompileError("cel expression must evaluate to a bool")
     return program
+
+
+def compile_all(sources: list[str], self_type: Any) -> Any:
+    """One program that is true when every rule of ``sources`` (none using oldSelf) is; None if it does not
+    compile (then the rules run one by one)."""
+    env = environment(self_type)
+    text = "[" + ", ".join(f"({source}\n)" for source in sources) + "].all(__minik_rule__, __minik_rule__)"
+    try:
+        return env.compile(text)
+    except RuntimeError:
+        return None
 
 
 def compile_message_expression(source: str, self_type: Any) -> Any:

@@ -49,6 +49,16 @@ def int_or_none(value: Any) -> int | None:
     return int(value) if is_int(value) else None
 
 
+def json_copy(value: Any) -> Any:
+    """A deep copy of a JSON value (several times faster than copy.deepcopy for these)."""
+    t = type(value)
+    if t is dict:
+        return {k: json_copy(v) for k, v in value.items()}
+    if t is list:
+        return [json_copy(v) for v in value]
+    return value
+
+
 def canonical(value: Any) -> Any:
     """A hashable stand-in for a JSON value, equal where Go's DeepEqual of decoded JSON says equal (booleans are
     not numbers; 1 equals 1.0)."""
@@ -131,9 +141,12 @@ def number_check(multiple: Any, minimum: Any, exclusive_min: bool, maximum: Any,
 
 def enum_check(enum: list[Any]) -> Check:
     allowed = {canonical(v) for v in enum}
+    strings = frozenset(v for v in enum if type(v) is str)
     values = [v if isinstance(v, str) else _json(v) for v in enum]
 
     def check(value: Any, path: str, errs: Causes) -> None:
+        if type(value) is str and value in strings:
+            return
         if value is None or canonical(value) not in allowed:
             errs.append(not_supported(shown(path), value, values))
 

@@ -30,6 +30,7 @@ from minik.api.crdschema.checks import (
     in_body,
     int_or_none,
     is_int,
+    json_copy,
     junctor_check,
     map_list_correlation,
     number_check,
@@ -39,7 +40,6 @@ from minik.api.crdschema.gofmt import (
     NIL_PATH,
     child,
     duplicate,
-    forbidden,
     go_quote,
     invalid,
     key,
@@ -48,6 +48,7 @@ from minik.api.crdschema.gofmt import (
     too_many,
     type_invalid,
 )
+from minik.api.crdschema.rules import Rule, cel_escape, compile_rules, rule_error
 from minik.api.errors import Cause
 
 Obj = dict[str, Any]
@@ -55,6 +56,10 @@ Causes = list[Cause]
 Check = Callable[[Any, str, Causes], None]
 
 _MISSING = object()
+#: the item key of a map list item that lacks it
+NO_KEY = ("<none>",)
+#: a marker the OpenAPI walk leaves when a set or map list has duplicates, for the list-type walk to word
+LIST_PROBLEM = Cause("", "", "")
 #: no old value to ratchet against (a create, or a part of an update that does not correlate with the old object)
 NO_OLD: Any = object()
 META_FIELDS = frozenset(("apiVersion", "kind", "metadata"))
@@ -66,76 +71,6 @@ _BLOCKING = frozenset(("FieldValueNotSupported", "FieldValueRequired", "FieldVal
                        "FieldValueTypeInvalid"))
 BLOCKED = invalid(NIL_PATH, None, "some validation rules were not checked because the object was invalid; correct "
                   "the existing errors to complete validation")
-
-
-# -- CEL rules --------------------------------------------------------------------------------------------
-@dataclass
-class Rule:
-    """One ``x-kubernetes-validations`` entry, compiled."""
-
-    source: str
-    message: str
-    reason: str | None
-    field_path: str
-    optional_old_self: bool
-    uses_old_self: bool = False
-    program: Any = None
-    message_program: Any = None
-    error: str | None = None
-    message_error: str | None = None
-
-    @property
-    def error_string(self) -> str:
-        return self.message.strip() if self.message else self.source.strip()
-
-
-_FIELD_PATH_TOKEN = re.compile(r"\.([^.\[\]]+)|\['((?:\\.|[^'\\])*)'\]")
-
-
-def normalize_field_path(text: str) -> str | None:
-    """``.spec.ports['a.b']`` as a ``field.Path`` suffix (``spec.ports[a.b]``), None when it is no such path."""
-    pos, out = 0, ""
-    text = text.strip()
-    while pos < len(text):
-        m = _FIELD_PATH_TOKEN.match(text, pos)
-        if not m:
-            return None
-        if m.group(1) is not None:
-            out = child(out, m.group(1))
-        else:
-            out = key(out, re.sub(r"\\(.)", r"\1", m.group(2)))
-        pos = m.end()
-    return out or None
-
-
-def _compile_rules(raw: Any, node: Node) -> list[Rule]:
-    rules: list[Rule] = []
-    if not isinstance(raw, list):
-        return rules
-    self_type = node.cel_type()
-    for entry in raw:
-        if not isinstance(entry, dict):
-            continue
-        source = str(entry.get("rule") or "")
-        rule = Rule(source=source, message=str(entry.get("message") or ""),
-                    reason=entry.get("reason") if isinstance(entry.get("reason"), str) else None,
-                    field_path=normalize_field_path(str(entry.get("fieldPath") or "")) or "",
-                    optional_old_self=entry.get("optionalOldSelf") is True)
-        rules.append(rule)
-        if not source.strip():
-            continue
-        rule.uses_old_self = celrules.uses_old_self(source)
-        try:
-            rule.program = celrules.compile_rule(source, self_type, rule.optional_old_self and rule.uses_old_self)
-        except celrules.CompileError as exc:
-            rule.error = str(exc)
-        expression = entry.get("messageExpression")
-        if isinstance(expression, str) and expression.strip():
-            try:
-                rule.message_program = celrules.compile_message_expression(expression, self_type)
-            except celrules.CompileError as exc:
-                rule.message_error = str(exc)
-    return rules
 
 
 # -- the nodes --------------------------------------------------------------------------------------------
@@ -185,13 +120,19 @@ class Node:
         self._build_type_check()
         self._build_value_checks()
         self._build_shortcuts()
-        self.rules: list[Rule] = [] if value_only else _compile_rules(s.get("x-kubernetes-validations"), self)
+        self.rules: list[Rule] = [] if value_only else compile_rules(s.get("x-kubernetes-validations"), self.cel_type())
         #: the fields of an object the rules select (self.x, oldSelf.x), when they select nothing else
         self.rule_fields: frozenset[str] | None = None
         if self.rules and self.type == "object":
             sources = [r.source for r in self.rules] + [str(e.get("messageExpression") or "") for e in
                                                          s.get("x-kubernetes-validations") or [] if isinstance(e, dict)]
             self.rule_fields = celrules.self_fields(*(x.replace("oldSelf", "self") for x in sources))
+        #: the rules that need only ``self``, as one program that is true when all of them are (one evaluation
+        #: for the common case that every rule holds; the rules are then run one by one only to word a failure)
+        self.together: list[Rule] = [r for r in self.rules if r.program is not None and not r.uses_old_self]
+        self.together_program: Any = None
+        if len(self.together) > 1:
+            self.together_program = celrules.compile_all([r.source for r in self.together], self.cel_type())
         self._build_flags()
 
     @staticmethod
@@ -277,6 +218,8 @@ class Node:
         self.trivial = self.type not in ("object", "array", "") and not self.common and \
             not any(self.scalar_checks.values())
         self.prop_keys = frozenset(self.props or ())
+        self.object_rules = self.min_props is not None or self.max_props is not None or bool(self.common) or \
+            self.additional_false
 
     def _children(self) -> list[Node]:
         found = list(self.props.values()) if self.props else []
@@ -420,10 +363,37 @@ class Node:
             errs.append(too_many(shown(path), size, self.max_items))
         if self.unique and len({canonical(v) for v in value}) != size:
             errs.append(invalid(shown(path), "", in_body(path, "shouldn't contain duplicates")))
+        if self.list_type in ("set", "map") and size > 1 and not self._list_ok(value):
+            errs.append(LIST_PROBLEM)  # the list-type walk words it, with field.Path's spelling
         for check in self.common:
             check(value, path, errs)
 
+    def _list_ok(self, value: list[Any]) -> bool:
+        """No duplicate in a set list, no duplicate key (nor non-object item) in a map list."""
+        if self.list_type == "set":
+            return len({canonical(v) for v in value}) == len(value)
+        keys = self.map_keys
+        seen = set()
+        for item in value:
+            if type(item) is not dict:
+                return False
+            seen.add(tuple(canonical(item[k]) if k in item else NO_KEY for k in keys))
+        return len(seen) == len(value)
+
     def _check_object(self, value: Obj, path: str, errs: Causes, old: Any = NO_OLD) -> None:
+        if self.object_rules:
+            self._object_rules(value, path, errs)
+        if old is not NO_OLD:
+            self._check_fields_ratcheting(value, path, errs, old)
+        else:
+            self._check_fields(value, path, errs)
+        if self.required:
+            for k in self.required:
+                if k not in value:
+                    errs.append(required(f"{path}.{k}".lstrip(".")))
+
+    def _object_rules(self, value: Obj, path: str, errs: Causes) -> None:
+        """minProperties, maxProperties, enum and junctors, ``additionalProperties: false``."""
         size = len(value)
         if self.min_props is not None and size < self.min_props:
             errs.append(invalid(shown(path), size,
@@ -437,13 +407,6 @@ class Node:
             for k in value:
                 if props is None or k not in props:
                     errs.append(invalid(shown(path), k, f"{path}.{k} in body is a forbidden property"))
-        if old is not NO_OLD:
-            self._check_fields_ratcheting(value, path, errs, old)
-        else:
-            self._check_fields(value, path, errs)
-        for k in self.required:
-            if k not in value:
-                errs.append(required(f"{path}.{k}".lstrip(".")))
 
     def _check_fields(self, value: Obj, path: str, errs: Causes) -> None:
         props = self.props
@@ -500,10 +463,12 @@ class Node:
                 del value[k]
             for k, v in value.items():
                 if type(v) is dict or type(v) is list:
+                    if self.resource_root and k in META_FIELDS:
+                        continue  # a resource's apiVersion, kind and metadata are never pruned here
                     node = props.get(k) if props is not None else None
                     if node is not None:
                         node.prune(v, prefix + k, removed)
-                    elif self.has_additional and not (self.resource_root and k in META_FIELDS):
+                    elif self.has_additional:
                         _prune_with(additional, v, prefix + k, removed)
         elif t is list:
             items = self.items
@@ -545,10 +510,10 @@ class Node:
                         if node.default is _MISSING:
                             del value[k]
                         elif node is additional:
-                            value[k] = copy.deepcopy(node.default)
+                            value[k] = json_copy(node.default)
             for k, node in self.defaulted:
                 if k not in value or (value[k] is None and not node.nullable):
-                    value[k] = copy.deepcopy(node.default)
+                    value[k] = json_copy(node.default)
             for k, v in value.items():
                 if type(v) is dict or type(v) is list:
                     node = props.get(k) if props is not None else None
@@ -562,7 +527,7 @@ class Node:
                 return
             for i, v in enumerate(value):
                 if v is None and not items.nullable and items.default is not _MISSING:
-                    value[i] = v = copy.deepcopy(items.default)
+                    value[i] = v = json_copy(items.default)
                 if type(v) is dict or type(v) is list:
                     items.apply_defaults(v)
 
@@ -651,7 +616,11 @@ class Node:
         if old is not None:
             old_value = convert(old) if convert is not None else old
         where = shown(path)
+        together_passed = self.together_program is not None and \
+            celrules.run(self.together_program, {"self": self_value}).value is True
         for rule in self.rules:
+            if together_passed and rule.program is not None and not rule.uses_old_self:
+                continue
             if rule.error is not None:
                 errs.append(invalid(where, shown_type, f"rule compile error: {rule.error}"))
                 continue
@@ -676,7 +645,7 @@ class Node:
                 continue  # unchanged since the old object: Kubernetes ratchets it (a warning, not an error)
             target = child(path, rule.field_path) if rule.field_path else path
             detail = self._rule_message(rule, self_value, old_value, old is not None)
-            errs.append(_rule_error(shown(target), shown_type, detail, rule.reason))
+            errs.append(rule_error(shown(target), shown_type, detail, rule.reason))
 
     @staticmethod
     def _rule_message(rule: Rule, self_value: Any, old_value: Any, has_old: bool) -> str:
@@ -707,31 +676,6 @@ def _is_int_or_string_any_of(raw: Any) -> bool:
     return isinstance(raw, list) and len(raw) == 2 and raw[0] == {"type": "integer"} and raw[1] == {"type": "string"}
 
 
-def _rule_error(path: str, shown_type: str, detail: str, reason: str | None) -> Cause:
-    if reason == "FieldValueForbidden":
-        return forbidden(path, detail)
-    if reason == "FieldValueRequired":
-        return required(path, detail)
-    if reason == "FieldValueDuplicate":
-        return duplicate(path, shown_type)
-    return invalid(path, shown_type, detail)
-
-
-_ESCAPABLE = re.compile(r"[a-zA-Z_.\-/][a-zA-Z0-9_.\-/]*")
-_RESERVED = frozenset(("true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function",
-                       "if", "import", "let", "loop", "package", "namespace", "return", "var", "void", "while"))
-
-
-def cel_escape(name: str) -> str | None:
-    """The name a property has in CEL (Kubernetes' escaping); None when CEL cannot name it."""
-    if name in _RESERVED:
-        return f"__{name}__"
-    if not _ESCAPABLE.fullmatch(name):
-        return None
-    return (name.replace("__", "__underscores__").replace(".", "__dot__").replace("-", "__dash__")
-            .replace("/", "__slash__"))
-
-
 # -- the whole schema ----------------------------------------------------------------------------------------
 @dataclass
 class CompiledSchema:
@@ -758,15 +702,22 @@ class CompiledSchema:
         """The schema's verdict: OpenAPI validation, embedded resources, list types, then the CEL rules (run
         only when nothing blocking was found; transition rules only with ``old``)."""
         errs: Causes = []
-        self.root.check(obj, "", errs)
+        root = self.root
+        root.check(obj, "", errs)
+        list_problem = LIST_PROBLEM in errs
         if errs and old is not None:
             errs = []
-            self.root.check(obj, "", errs, old)
-        root = self.root
+            root.check(obj, "", errs, old)
+        if list_problem:
+            errs = [e for e in errs if e is not LIST_PROBLEM]
         if root.embedded_below:
             root.check_embedded(obj, "", errs)
-        if root.lists_below or root.list_type:
-            root.check_lists(obj, "", errs)
+        if list_problem:
+            old_problems: Causes = []
+            if old is not None:  # on update, only when the old object had no such problem (as Kubernetes)
+                root.check_lists(old, "", old_problems)
+            if not old_problems:
+                root.check_lists(obj, "", errs)
         if root.rules_below:
             if any(e.reason in _BLOCKING for e in errs):
                 errs.append(BLOCKED)

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from minik.api.crdschema.compiled import META_FIELDS, CompiledSchema, Node, normalize_field_path
+from minik.api.crdschema.compiled import META_FIELDS, CompiledSchema, Node
 from minik.api.crdschema.gofmt import (
     NIL_PATH,
     Raw,
@@ -24,6 +24,7 @@ from minik.api.crdschema.gofmt import (
     not_supported,
     required,
 )
+from minik.api.crdschema.rules import normalize_field_path
 from minik.api.errors import Cause
 
 Obj = dict[str, Any]

@@ -1,10 +1,15 @@
 """Per-kind strategies: defaults, validation and field selectors for every resource minik serves.
 
-One module per API group (core, apps, batch, cluster, rbac, reviews, apiextensions; customresources serves what
-CRDs declare); the pod spec rules every workload template shares live
+One module per API group (core, apps, batch, cluster, rbac, reviews, admissionregistration, apiextensions;
+customresources serves what CRDs declare); the pod spec rules every workload template shares live
 in podspec (defaults, QoS) and podvalidation. ``minik.api.resources`` puts them into the registry.
 """
 
+from minik.api.kinds.admissionpolicy import ValidatingAdmissionPolicyBindingStrategy, ValidatingAdmissionPolicyStrategy
+from minik.api.kinds.admissionregistration import (
+                                                   MutatingWebhookConfigurationStrategy,
+                                                   ValidatingWebhookConfigurationStrategy,
+)
 from minik.api.kinds.apiextensions import CustomResourceDefinitionStrategy
 from minik.api.kinds.apps import DaemonSetStrategy, DeploymentStrategy, ReplicaSetStrategy, StatefulSetStrategy
 from minik.api.kinds.batch import CronJobStrategy, JobStrategy
@@ -27,8 +32,10 @@ from minik.api.kinds.reviews import ClusterReviewStrategy, NamespacedReviewStrat
 __all__ = [
     "ClusterReviewStrategy", "ClusterRoleBindingStrategy", "ClusterRoleStrategy", "ConfigMapStrategy", "CronJobStrategy",
     "CustomResourceDefinitionStrategy", "DaemonSetStrategy",
-    "DeploymentStrategy", "EndpointsStrategy", "EventStrategy", "JobStrategy", "LeaseStrategy", "NamespaceStrategy", "NamespacedReviewStrategy",
+    "DeploymentStrategy", "EndpointsStrategy", "EventStrategy", "JobStrategy", "LeaseStrategy",
+    "MutatingWebhookConfigurationStrategy", "NamespaceStrategy", "NamespacedReviewStrategy",
     "NodeStrategy", "PodStrategy", "PriorityClassStrategy", "ReplicaSetStrategy", "ReplicationControllerStrategy",
     "RoleBindingStrategy", "RoleStrategy", "SecretStrategy", "ServiceAccountStrategy", "ServiceStrategy",
-    "StatefulSetStrategy",
+    "StatefulSetStrategy", "ValidatingAdmissionPolicyBindingStrategy", "ValidatingAdmissionPolicyStrategy",
+    "ValidatingWebhookConfigurationStrategy",
 ]

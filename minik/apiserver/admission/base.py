@@ -37,6 +37,8 @@ class Attributes:
     old: Obj | None
     user: User
     dry_run: bool = False
+    #: the request's CreateOptions, UpdateOptions or DeleteOptions as given (fieldManager, propagationPolicy...)
+    options: Obj | None = None
 
 
 class ObjectReader:

@@ -13,19 +13,19 @@ were stored show up on read, not only on their next write).
 
 from __future__ import annotations
 
-import asyncio
-import base64
-import ssl
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
-import aiohttp
 import orjson
 import structlog
 
 from minik.api.errors import StatusError
 from minik.api.kinds.customresources import CustomResourceVersion
 from minik.api.registry import ResourceType
+from minik.apiserver.admission.base import ObjectReader
+from minik.apiserver.admission.webhook.client import WebhookClient
+from minik.apiserver.admission.webhook.config import parse_webhook
+from minik.apiserver.admission.webhook.review import CallError
 from minik.apiserver.rest import new_uid
 from minik.store import Record
 
@@ -195,65 +195,25 @@ class CustomResourceCodec:
 
 
 # -- calling a webhook ----------------------------------------------------------------------------------------------
-def ssl_context(ca_bundle: Any) -> ssl.SSLContext:
-    """The TLS context that trusts a clientConfig's caBundle (base64 of PEM, as JSON carries bytes), or the
-    system's roots without one."""
-    context = ssl.create_default_context()
-    if ca_bundle:
-        try:
-            pem = base64.b64decode(ca_bundle).decode()
-            context = ssl.create_default_context(cadata=pem)
-        except (ValueError, ssl.SSLError) as exc:
-            raise ConversionFailed(f"invalid caBundle: {exc}") from None
-    return context
-
-
 class HttpWebhooks:
-    """Calls webhooks over HTTPS: a clientConfig's url as it is, a service through its endpoints (the first ready
-    address and the port the service's port targets), with the certificate checked for the service's DNS name
-    ``NAME.NAMESPACE.svc``."""
+    """Calls conversion webhooks with the admission webhooks' client (one session; a clientConfig's url, or a
+    service through a ready endpoint of its port, checked against the caBundle as ``NAME.NAMESPACE.svc``), its
+    failures worded as Kubernetes' Go client words them."""
 
-    def __init__(self, resolve_service: Any) -> None:
-        """``resolve_service(namespace, name, port) -> (host, port) | None``."""
-        self.resolve_service = resolve_service
-        self._session: aiohttp.ClientSession | None = None
+    def __init__(self, reader: ObjectReader) -> None:
+        self.client = WebhookClient(reader)
 
     async def post(self, client_config: Obj, body: bytes, timeout: float) -> Any:
-        context = ssl_context(client_config.get("caBundle"))
-        server_hostname: str | None = None
-        url = client_config.get("url")
-        if not url:
-            service = client_config.get("service") or {}
-            namespace, name = str(service.get("namespace") or ""), str(service.get("name") or "")
-            port = int(service.get("port") or 443)
-            target = self.resolve_service(namespace, name, port)
-            if target is None:
-                raise ConversionFailed(f'service "{namespace}/{name}" has no ready endpoint for port {port}')
-            host, target_port = target
-            path = str(service.get("path") or "/")
-            url = f"https://{host}:{target_port}{path if path.startswith('/') else '/' + path}"
-            server_hostname = f"{name}.{namespace}.svc"
-        if self._session is None:
-            self._session = aiohttp.ClientSession()
+        hook = parse_webhook("conversion", 0, {"name": "conversion", "clientConfig": client_config,
+                                               "timeoutSeconds": int(timeout)})
         try:
-            async with asyncio.timeout(timeout):
-                async with self._session.post(f"{url}", data=body, ssl=context, server_hostname=server_hostname,
-                                              headers={"Content-Type": "application/json",
-                                                       "Accept": "application/json"}) as response:
-                    payload = await response.read()
-                    if response.status != 200:
-                        raise ConversionFailed(f'Post "{url}": the server answered {response.status}: '
-                                               f"{payload[:200].decode(errors='replace')}")
-        except TimeoutError:
-            raise ConversionFailed(f'Post "{url}": context deadline exceeded') from None
-        except aiohttp.ClientError as exc:
-            raise ConversionFailed(f'Post "{url}": {exc}') from None
+            payload = await self.client.post(hook, body)
+        except CallError as exc:
+            raise ConversionFailed(exc.reason.removeprefix("failed to call webhook: ")) from None
         try:
             return orjson.loads(payload)
         except orjson.JSONDecodeError:
-            raise ConversionFailed(f'Post "{url}": the answer is not JSON') from None
+            raise ConversionFailed("the webhook's answer is not JSON") from None
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        await self.client.close()
