@@ -345,6 +345,23 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return meta if isinstance(meta, Mapping) else {}
 
 
+#: the registry owner of the resource types a client learns by discovery
+DISCOVERED = "discovery"
+
+
+def _discovered(group: str, version: str, entry: Mapping[str, Any]) -> ResourceType:
+    """A resource type from a discovery document's APIResource (a plain strategy: the server applies the rules)."""
+    from minik.api.strategy import Strategy
+
+    strategy = Strategy()
+    strategy.namespace_scoped = bool(entry.get("namespaced"))
+    kind = str(entry.get("kind") or "")
+    return ResourceType(group, version, kind, str(entry.get("name") or ""),
+                        str(entry.get("singularName") or kind.lower()), bool(entry.get("namespaced")), strategy,
+                        short_names=tuple(entry.get("shortNames") or ()), categories=tuple(entry.get("categories") or ()),
+                        verbs=tuple(entry.get("verbs") or ()))
+
+
 class Client:
     """Async client for the API: one per component, closed when the component stops.
 
@@ -353,10 +370,12 @@ class Client:
     """
 
     def __init__(self, transport: Transport, registry: Registry | None = None) -> None:
+        """``registry``: the resource types names resolve to; by default a copy of the built-in ones, which
+        ``discover`` extends with what the server serves besides (custom resources)."""
         if registry is None:
             from minik.api.resources import REGISTRY
 
-            registry = REGISTRY
+            registry = REGISTRY.copy()
         self.transport = transport
         self.registry = registry
 
@@ -374,6 +393,29 @@ class Client:
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
         await self.close()
+
+    # -- discovery ------------------------------------------------------------------------------------------
+    async def discover(self) -> bool:
+        """Make the registry hold the resources the server serves beyond the ones it knows (the custom
+        resources of CRDs), by legacy discovery, and no longer hold those that went; True when it changed. A
+        client that shares the API server's own registry (in-process) finds nothing to add."""
+        known = {(t.group, t.version, t.plural) for t in self.registry.types
+                 if t not in self.registry.owned(DISCOVERED)}
+        groups = await self._call("GET", "/apis")
+        found: list[ResourceType] = []
+        for group in groups.get("groups") or []:
+            for version in group.get("versions") or []:
+                name, gv = str(group.get("name") or ""), str(version.get("version") or "")
+                if any(k[0] == name and k[1] == gv for k in known):
+                    continue
+                listed = await self._call("GET", f"/apis/{name}/{gv}")
+                found.extend(_discovered(name, gv, entry) for entry in listed.get("resources") or []
+                             if "/" not in str(entry.get("name") or ""))
+        before = self.registry.generation
+        old = {(t.group, t.version, t.plural, t.kind, t.namespaced, t.verbs) for t in self.registry.owned(DISCOVERED)}
+        if old != {(t.group, t.version, t.plural, t.kind, t.namespaced, t.verbs) for t in found}:
+            self.registry.replace(DISCOVERED, found)
+        return self.registry.generation != before
 
     # -- paths ----------------------------------------------------------------------------------------------
     def resource(self, resource: Resource) -> ResourceType:

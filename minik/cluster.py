@@ -407,17 +407,19 @@ class Cluster:
         self.progress(Step("store", f"{s.db_path} at revision {self.store.revision}",
                            f"store {s.db_path} open at revision {self.store.revision}"))
         try:
-            reader = ObjectReader(self.store, REGISTRY)
+            # the cluster's own registry: the built-in kinds, and those its CustomResourceDefinitions add
+            registry = REGISTRY.copy()
+            reader = ObjectReader(self.store, registry)
             kubelet_tls = _kubelet_client_tls(s.data_dir)
             self.authorizer = ClusterAuthorizer(self.store)
             self.authorizer.start()
             self.issuer = TokenIssuer(s.data_dir / "pki")
-            self.dynamic_admission = DynamicAdmission(self.store, reader, REGISTRY, self.authorizer.authorize)
+            self.dynamic_admission = DynamicAdmission(self.store, reader, registry, self.authorizer.authorize)
             self.dynamic_admission.start()
             plugins = [*default_plugins(reader), RbacEscalation(self.authorizer.rbac.index, self.authorizer),
                        *self.dynamic_admission.plugins()]
             tokens = TokenAuthenticator(reader, self.tokens, ServiceAccountTokens(self.issuer, reader))
-            self.api = ApiServer(self.store, REGISTRY, ApiSettings(address=f"{s.bind}:{s.port}",
+            self.api = ApiServer(self.store, registry, ApiSettings(address=f"{s.bind}:{s.port}",
                                                                   service_cidr=s.service_cidr,
                                                                   limits=s.limits,
                                                                   kubelet_tls=kubelet_tls),
@@ -425,8 +427,9 @@ class Cluster:
                                  authorizer=self.authorizer, admission_plugins=plugins)
             self.api.route("", "serviceaccounts", "token", "create", TokenRequests(self.issuer, reader).handle)
             Reviews(tokens, self.authorizer, self.authorizer.rbac, self.authorizer.node).route(self.api)
+            self.api.start()  # every stored CRD's resources are served from here on
             await self.api.bootstrap()
-            await reconcile(REGISTRY, self.api.rest, APISERVER)
+            await reconcile(registry, self.api.rest, APISERVER)
             if credentials is not None:
                 self.credentials = await credentials
                 credentials = None
@@ -552,6 +555,8 @@ class Cluster:
         if self.dynamic_admission is not None:
             await self.dynamic_admission.stop()
             self.dynamic_admission = None
+        if self.api is not None:
+            await self.api.stop()
         if self.authorizer is not None:
             await self.authorizer.stop()
             self.authorizer = None

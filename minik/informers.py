@@ -291,6 +291,10 @@ class Informer:
             for key, obj in self._cache.items():  # a cache filled before (a test's static informer)
                 self._index(key, None, obj, (name,))
 
+    @property
+    def started(self) -> bool:
+        return self._started
+
     def start(self) -> None:
         if self._started:
             raise RuntimeError("an informer starts once")

@@ -77,7 +77,18 @@ INT_WIDTHS = {
     ("io.k8s.api.core.v1.ProjectedVolumeSource", "defaultUser"): "int64",
     ("io.k8s.api.core.v1.SecretVolumeSource", "defaultUser"): "int64",
     ("io.k8s.api.core.v1.ServiceAccountTokenProjection", "user"): "int64",
+    # apiextensions.k8s.io travels as protobuf in no client minik reads its widths from
+    ("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionStatus",
+     "observedGeneration"): "int64",
+    ("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionCondition",
+     "observedGeneration"): "int64",
+    ("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceColumnDefinition", "priority"): "int32",
+    ("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.ServiceReference", "port"): "int32",
+    **{("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps", field): "int64"
+       for field in ("maxItems", "maxLength", "maxProperties", "minItems", "minLength", "minProperties")},
 }
+#: groups whose Go types live outside k8s.io/api (Kubernetes names their schemas after the Go package)
+GROUP_PACKAGES = {"apiextensions.k8s.io": "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions"}
 PROTOBUF_FIELDS = ROOT / "minik" / "api" / "protobuf_fields.json"
 
 _PREFIX = re.compile(r"^(?:[A-Z][a-z]+)?V\d+(?:(?:alpha|beta)\d+)?(?=[A-Z])")
@@ -86,6 +97,8 @@ _PRIMITIVES = {"str": "string", "int": "integer", "float": "number", "bool": "bo
 
 
 def package(group: str, version: str) -> str:
+    if group in GROUP_PACKAGES:
+        return f"{GROUP_PACKAGES[group]}.{version}"
     short = (group or "core").split(".")[0]
     return f"io.k8s.api.{short}.{version}"
 

@@ -72,6 +72,10 @@ REGISTRY = Registry([
     ResourceType("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicyBinding",
                  "validatingadmissionpolicybindings", "validatingadmissionpolicybinding", False,
                  kinds.ValidatingAdmissionPolicyBindingStrategy(), categories=("api-extensions",)),
+    # apiextensions.k8s.io/v1: the kinds CustomResourceDefinitions add are served beside these (minik.apiserver.crds)
+    ResourceType("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
+                 "customresourcedefinition", False, kinds.CustomResourceDefinitionStrategy(),
+                 short_names=("crd", "crds"), categories=("api-extensions",), subresources=_STATUS),
     # authentication.k8s.io/v1 and authorization.k8s.io/v1: questions answered, never stored (minik.apiserver.auth.reviews)
     ResourceType("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", "selfsubjectreview",
                  False, kinds.ClusterReviewStrategy(), verbs=_ASK),

@@ -238,7 +238,7 @@ def zero_object(resource: ResourceType) -> Obj:
     """The object as Kubernetes' Go types write an empty one: the structs that are never omitted are there, so
     creating an object does not count them as added."""
     obj: Obj = {"metadata": {}}
-    fields = patchmeta.KINDS.get(resource.kind, {})
+    fields = patchmeta.KINDS.get(resource.kind, {}) if resource.custom is None else {}
     if "spec" in fields:
         obj["spec"] = _zero_struct(fields["spec"].type)
         obj["spec"].update(copy.deepcopy(_ZERO_SPEC_EXTRA.get(resource.kind, {})))
@@ -280,7 +280,9 @@ class FieldManager:
         self.resource = resource
         self.manager = manager
         self.subresource = subresource or ""
-        self.shape = fieldpath.kind_shape(resource.kind)
+        # a custom resource's lists are keyed as its CRD's schema says (never as a built-in kind of its name's)
+        self.shape = fieldpath.kind_shape(resource.kind) if resource.custom is None else \
+            fieldpath.custom_shape(resource.custom.schema)
         self.key = ManagerKey(manager, self.operation, resource.api_version, self.subresource)
 
     @classmethod

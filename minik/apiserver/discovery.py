@@ -1,4 +1,9 @@
-"""Discovery documents (legacy format) and /version, built once from the registry."""
+"""Discovery documents and /version, built from the registry (again whenever it changes).
+
+The legacy documents (``/api``, ``/apis``, ``/apis/GROUP``, ``/apis/GROUP/VERSION``) and the aggregated one
+(``apidiscovery.k8s.io/v2`` ``APIGroupDiscoveryList``, every group's versions and resources in one answer to
+``/api`` or ``/apis``, which kubectl asks for first with an Accept of
+``application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList``)."""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from typing import Any
 
 from minik import __version__
 from minik.api.registry import Registry, ResourceType
+from minik.apiserver.request import ApiResponse
 
 KUBERNETES_MAJOR = "1"
 KUBERNETES_MINOR = "32"
@@ -53,11 +59,24 @@ def _storage_hash(resource: ResourceType) -> str:
     return base64.b64encode(digest[:8]).decode()
 
 
+def verbs_of(resource: ResourceType) -> tuple[str, ...]:
+    """The verbs discovery lists (a custom resource whose CRD is being deleted takes no more creates)."""
+    return resource.custom.discovery_verbs if resource.custom is not None else resource.verbs
+
+
+def _storage_hash_of(resource: ResourceType) -> str:
+    if resource.custom is not None:  # the hash of the storage version, whatever version is asked
+        info = resource.custom
+        digest = hashlib.sha256(f"{info.group}/{info.storage_version}/{info.kind}".encode()).digest()
+        return base64.b64encode(digest[:8]).decode()
+    return _storage_hash(resource)
+
+
 def resource_list(registry: Registry, group: str, version: str) -> dict[str, Any]:
     resources: list[dict[str, Any]] = []
     for t in registry.in_group_version(group, version):
         entry: dict[str, Any] = {"name": t.plural, "singularName": t.singular, "namespaced": t.namespaced,
-                                 "kind": t.kind, "verbs": list(t.verbs), "storageVersionHash": _storage_hash(t)}
+                                 "kind": t.kind, "verbs": list(verbs_of(t)), "storageVersionHash": _storage_hash_of(t)}
         if t.short_names:
             entry["shortNames"] = list(t.short_names)
         if t.categories:
@@ -94,3 +113,70 @@ def api_group_list(registry: Registry) -> dict[str, Any]:
             document.pop("apiVersion")
             groups.append(document)
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+
+
+# -- aggregated discovery -------------------------------------------------------------------------------------------
+AGGREGATED_VERSIONS = ("v2", "v2beta1")
+
+
+def wants_aggregated(accept: str | None) -> str | None:
+    """``v2`` (or ``v2beta1``) when the first media type of ``accept`` that minik serves is aggregated discovery;
+    None for the legacy documents."""
+    for entry in (accept or "").split(","):
+        media, *raw_params = (part.strip() for part in entry.split(";"))
+        params = dict(p.partition("=")[::2] for p in raw_params)
+        if media not in ("application/json", "application/*", "*/*"):
+            continue
+        if params.get("g") == "apidiscovery.k8s.io" and params.get("as") == "APIGroupDiscoveryList" and \
+                params.get("v") in AGGREGATED_VERSIONS:
+            return params["v"]
+        if "as" not in params and "g" not in params:
+            return None
+    return None
+
+
+def _kind(group: str, version: str, kind: str) -> dict[str, str]:
+    return {"group": group, "version": version, "kind": kind}
+
+
+def _aggregated_resource(t: ResourceType) -> dict[str, Any]:
+    entry: dict[str, Any] = {"resource": t.plural, "responseKind": _kind(t.group, t.version, t.kind),
+                             "scope": "Namespaced" if t.namespaced else "Cluster", "singularResource": t.singular,
+                             "verbs": list(verbs_of(t))}
+    if t.short_names:
+        entry["shortNames"] = list(t.short_names)
+    if t.categories:
+        entry["categories"] = list(t.categories)
+    subresources = []
+    for sub in served_subresources(t):
+        sub_group, sub_version, sub_kind, verbs = _SUBRESOURCES.get(sub, ("", "", "", ("get",)))
+        subresources.append({"subresource": sub,
+                             "responseKind": _kind(sub_group or t.group, sub_version or t.version,
+                                                   sub_kind or t.kind),
+                             "verbs": list(verbs)})
+    if subresources:
+        entry["subresources"] = subresources
+    return entry
+
+
+def aggregated(registry: Registry, core: bool, version: str = "v2") -> dict[str, Any]:
+    """The APIGroupDiscoveryList of the core group (``/api``) or of every other group (``/apis``)."""
+    items = []
+    for group, versions in registry.group_versions().items():
+        if (group == "") != core:
+            continue
+        entries = []
+        for v in versions:
+            resources = [_aggregated_resource(t) for t in registry.in_group_version(group, v)]
+            resources.sort(key=lambda r: str(r["resource"]))
+            entries.append({"version": v, "resources": resources, "freshness": "Current"})
+        items.append({"metadata": {"name": group, "creationTimestamp": None}, "versions": entries})
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": f"apidiscovery.k8s.io/{version}",
+            "metadata": {"creationTimestamp": None}, "items": items}
+
+
+def aggregated_response(registry: Registry, core: bool, version: str) -> ApiResponse:
+    response = ApiResponse.json(aggregated(registry, core, version))
+    response.content_type = f"application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList"
+    response.headers["Vary"] = "Accept"
+    return response

@@ -9,13 +9,14 @@ How an object divides into fields comes from its kind's structure (``Shape``): l
 name, ports by containerPort and protocol) are granular by item, lists marked as sets by value, every other list
 is atomic (one field, replaced whole), as are a few structs (label selectors, env var references). Objects are
 granular key by key. The shapes come from the strategic-merge-patch table (``minik.api.patchmeta``) with the few
-places where server-side apply differs from it.
+places where server-side apply differs from it; a custom resource's from its CRD's schema (``custom_shape``).
 """
 
 from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -76,6 +77,47 @@ def kind_shape(kind: str) -> Shape:
     return Shape(type="kind:" + kind)
 
 
+#: the schema nodes of custom resources' shapes, by the type name their shapes carry (``crd:HASH/field/...``)
+_custom: dict[str, Obj] = {}
+
+
+def custom_shape(schema: Obj | None) -> Shape:
+    """The shape of a custom resource, from its CRD version's schema: lists by ``x-kubernetes-list-type`` (``map``
+    keyed by ``x-kubernetes-list-map-keys``, ``set``, else atomic), objects granular unless
+    ``x-kubernetes-map-type: atomic``; its metadata as every kind's."""
+    if schema is None:
+        return kind_shape("")
+    name = "crd:" + hashlib.sha256(orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+    _custom.setdefault(name, schema)
+    return Shape(type=name)
+
+
+def _custom_child(type_name: str, name: str) -> Shape:
+    if "/" not in type_name and name == "metadata":
+        return _child("kind:", name)
+    node = _custom.get(type_name) or {}
+    properties = node.get("properties")
+    sub = properties.get(name) if isinstance(properties, dict) else None
+    sub_name = f"{type_name}/{name}"
+    if sub is None and isinstance(node.get("additionalProperties"), dict):
+        sub, sub_name = node["additionalProperties"], f"{type_name}/*"
+    if not isinstance(sub, dict):
+        return FREE
+    if sub.get("type") == "array":
+        found = sub.get("items")
+        items: Obj = found if isinstance(found, dict) else {}
+        _custom.setdefault(sub_name, items)
+        list_type = sub.get("x-kubernetes-list-type")
+        if list_type == "map":
+            item_properties = items.get("properties") or {}
+            keys = tuple((str(key), (item_properties.get(key) or {}).get("default"))
+                         for key in sub.get("x-kubernetes-list-map-keys") or ())
+            return Shape(type=sub_name, keys=keys)
+        return Shape(type=sub_name, is_set=list_type == "set")
+    _custom.setdefault(sub_name, sub)
+    return Shape(type=sub_name, atomic=sub.get("x-kubernetes-map-type") == "atomic")
+
+
 def child(shape: Shape, name: str) -> Shape:
     """The shape of field ``name`` of a struct of ``shape`` (items of a list: see ``item``)."""
     key = (shape.type, name)
@@ -88,6 +130,8 @@ def child(shape: Shape, name: str) -> Shape:
 def _child(type_name: str | None, name: str) -> Shape:
     if type_name is None:
         return FREE
+    if type_name.startswith("crd:"):
+        return _custom_child(type_name, name)
     if type_name.startswith("kind:"):
         fields = patchmeta.kind_fields(type_name[5:])
         type_name = "kind"

@@ -9,7 +9,8 @@ directive; the directive only says what the client hears about them (and about f
   (comma-separated in one ``Warning`` header, which clients split as RFC 7234 allows);
 - ``Ignore``: silently.
 
-The known fields come from minik/api/schema.json. Free-form values (labels, annotations, ConfigMap data, managed
+The known fields come from minik/api/schema.json, and for custom resources from their CRD's schema (metadata
+from ObjectMeta's fields). Free-form values (labels, annotations, ConfigMap data, managed
 fields' ``fieldsV1``) are never looked into.
 
 The same walk refuses a number its integer field cannot hold (``replicas: 1099511627776`` in an int32), whatever
@@ -35,6 +36,7 @@ import orjson
 import yaml
 
 from minik.api import gobytes, schema
+from minik.api.crdschema import CompiledSchema
 from minik.api.errors import Cause, bad_request, invalid
 from minik.api.registry import ResourceType
 from minik.api.schema import BYTES
@@ -46,6 +48,7 @@ Obj = dict[str, Any]
 STRICT, WARN, IGNORE = "Strict", "Warn", "Ignore"
 #: the schema type of a DELETE's body, which is no kind of its own
 DELETE_OPTIONS = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"
+OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 _DIRECTIVES = (IGNORE, STRICT, WARN)
 
 
@@ -70,7 +73,10 @@ class FieldValidation:
         self.resource = resource
         self.patch = verb == "patch"
         self.warnings: list[str] = []
-        self.type_name = schema.load().type_of_kind(resource.api_version, resource.kind)
+        #: a custom resource's compiled schema (its CRD's), which knows its fields
+        self.compiled = resource.custom.compiled if resource.custom is not None else None
+        self.type_name = None if resource.custom is not None else \
+            schema.load().type_of_kind(resource.api_version, resource.kind)
 
     def object(self, obj: Obj, body: bytes = b"", content_type: str | None = None) -> Obj:
         """Drop the unknown fields of a decoded body (in place) and report them, with the body's duplicates."""
@@ -92,7 +98,7 @@ class FieldValidation:
     def _duplicates(self, body: bytes, content_type: str | None, decoded: Obj | None = None) -> list[str]:
         """The fields ``body`` gives twice. ``decoded``, the body as decoded (before pruning), lets a JSON body
         that surely has none skip the search."""
-        if self.directive == IGNORE or self.type_name is None or not body:
+        if self.directive == IGNORE or (self.type_name is None and self.compiled is None) or not body:
             return []
         if decoded is not None and codec.media_type(content_type) == codec.JSON and \
                 not maybe_duplicates(body, decoded):
@@ -100,7 +106,15 @@ class FieldValidation:
         return duplicate_fields(body, content_type)
 
     def _check(self, obj: Obj, duplicates: list[str], guide: Obj | None = None) -> Obj:
-        if self.type_name is None or obj.get("kind", self.resource.kind) != self.resource.kind:
+        if obj.get("kind", self.resource.kind) != self.resource.kind:
+            return obj
+        if self.compiled is not None:
+            unknown = prune_custom(obj, self.compiled)
+            if self.directive != IGNORE:
+                self._report([f'duplicate field "{path}"' for path in duplicates] +
+                             [f'unknown field "{path}"' for path in unknown])
+            return obj
+        if self.type_name is None:
             return obj
         try:
             unknown = prune(obj, self.type_name) if guide is None else prune_patched(obj, guide, self.type_name)
@@ -161,6 +175,18 @@ def prune(obj: Obj, type_name: str) -> list[str]:
     removed: list[str] = []
     _prune_object(obj, type_name, "", removed, schema.load())
     return removed
+
+
+def prune_custom(obj: Obj, compiled: CompiledSchema) -> list[str]:
+    """``prune`` for a custom resource: its metadata by ObjectMeta's fields, the rest by its CRD's schema."""
+    removed: list[str] = []
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        try:
+            _prune_object(meta, OBJECT_META, "metadata.", removed, schema.load())
+        except IntegerOverflow:
+            pass  # the metadata's validation says what is wrong with it
+    return removed + compiled.prune(obj)
 
 
 def prune_patched(obj: Obj, patch: Obj, type_name: str) -> list[str]:

@@ -107,24 +107,35 @@ def type_schema(t: schema.TypeSchema, gvks: list[Obj]) -> Obj:
 
 
 class OpenApi:
-    """The v3 root and per-group-version documents, rendered once and served as bytes."""
+    """The v3 root and per-group-version documents, rendered once and served as bytes. A change of the registry
+    (a CRD created, changed or deleted) renders again the documents of the group-versions it touched."""
 
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
         self._documents: dict[str, bytes] | None = None
+        self._generation = -1
+        #: group-version path -> (the identities of its resource types, its document)
+        self._made: dict[str, tuple[tuple[int, ...], bytes]] = {}
         self._root: bytes = b""
 
     def _build(self) -> dict[str, bytes]:
-        if self._documents is None:
+        if self._documents is None or self._generation != self.registry.generation:
+            generation = self.registry.generation
             documents: dict[str, bytes] = {}
+            made: dict[str, tuple[tuple[int, ...], bytes]] = {}
             for group, versions in self.registry.group_versions().items():
                 for version in versions:
                     path = f"apis/{group}/{version}" if group else f"api/{version}"
-                    documents[path] = dumps_kept(self.group_version_document(group, version))
+                    identity = tuple(id(t) for t in self.registry.in_group_version(group, version))
+                    before = self._made.get(path)
+                    body = before[1] if before is not None and before[0] == identity else \
+                        dumps_kept(self.group_version_document(group, version))
+                    made[path] = (identity, body)
+                    documents[path] = body
             paths = {path: {"serverRelativeURL": f"{ROOT}/{path}?hash={document_hash(body)}"}
                      for path, body in documents.items()}
             self._root = dumps_kept({"paths": paths})
-            self._documents = documents
+            self._documents, self._made, self._generation = documents, made, generation
         return self._documents
 
     def root(self) -> bytes:
@@ -141,7 +152,14 @@ class OpenApi:
         paths: Obj = {}
         roots: list[str] = list(_COMMON)
         gvks: dict[str, list[Obj]] = {}
+        custom: Obj = {}
         for resource in resources:
+            if resource.custom is not None:
+                custom_type, custom_list = custom_type_names(resource)
+                custom.update(custom_schemas(resource))
+                roots.extend((f"{_META}.ObjectMeta", f"{_META}.ListMeta"))
+                paths.update(resource_paths(resource, custom_type, custom_list))
+                continue
             type_name = s.type_of_kind(resource.api_version, resource.kind)
             list_name = s.type_of_kind(resource.api_version, resource.kind_list)
             if type_name is None:
@@ -155,6 +173,7 @@ class OpenApi:
             if "binding" in served_subresources(resource):
                 roots.append(BINDING)
         schemas = {name: type_schema(s.types[name], gvks.get(name, [])) for name in s.reachable(roots)}
+        schemas.update(custom)
         schemas[INT_OR_STRING] = {"description": "IntOrString is a type that can hold an int32 or a string.",
                                   "type": "string", "format": "int-or-string"}
         title_version = f"v{KUBERNETES_MAJOR}.{KUBERNETES_MINOR}.0"
@@ -247,3 +266,74 @@ def resource_paths(resource: ResourceType, type_name: str, list_name: str) -> Ob
             continue
         paths[f"{scope}/{{name}}/{sub}"] = item
     return paths
+
+
+# -- custom resources -------------------------------------------------------------------------------------------
+_OBJECT_META_DOC = ("Standard object's metadata. More info: "
+                    "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata")
+_LIST_META_DOC = ("Standard list metadata. More info: "
+                  "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds")
+_API_VERSION_DOC = ("APIVersion defines the versioned schema of this representation of an object. Servers should "
+                    "convert recognized schemas to the latest internal value, and may reject unrecognized values. "
+                    "More info: https://git.k8s.io/community/contributors/devel/sig-architecture/"
+                    "api-conventions.md#resources")
+_KIND_DOC = ("Kind is a string value representing the REST resource this object represents. Servers may infer this "
+             "from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: "
+             "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds")
+
+
+def custom_type_names(resource: ResourceType) -> tuple[str, str]:
+    """Kubernetes' model names of a custom resource and its list: the group reversed, the version, the kind
+    (``com.example.v1.Widget``)."""
+    group = ".".join(reversed(resource.group.split(".")))
+    return f"{group}.{resource.version}.{resource.kind}", f"{group}.{resource.version}.{resource.kind_list}"
+
+
+def _with_embedded(schema: Any) -> Any:
+    """The schema with apiVersion, kind and metadata spelled out in every x-kubernetes-embedded-resource object."""
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    if isinstance(out.get("properties"), dict):
+        out["properties"] = {k: _with_embedded(v) for k, v in out["properties"].items()}
+    for key in ("items", "additionalProperties"):
+        if isinstance(out.get(key), dict):
+            out[key] = _with_embedded(out[key])
+    if out.get("x-kubernetes-embedded-resource") is True:
+        properties = dict(out.get("properties") or {})
+        properties["apiVersion"] = {"type": "string", "description": _API_VERSION_DOC}
+        properties["kind"] = {"type": "string", "description": _KIND_DOC}
+        properties["metadata"] = {"allOf": [_ref(f"{_META}.ObjectMeta")], "description": _OBJECT_META_DOC}
+        out["properties"] = properties
+        out["required"] = list(dict.fromkeys([*(out.get("required") or []), "kind", "apiVersion"]))
+    return out
+
+
+def custom_schemas(resource: ResourceType) -> Obj:
+    """The component schemas of a custom resource's version: the CRD's schema with the standard apiVersion, kind
+    and metadata, and its list."""
+    info = resource.custom
+    type_name, list_name = custom_type_names(resource)
+    gvk = [{"group": resource.group, "kind": resource.kind, "version": resource.version}]
+    if info.schema is None:
+        item: Obj = {"type": "object"}
+    else:
+        item = _with_embedded(info.schema)
+        properties = dict(item.get("properties") or {})
+        properties["apiVersion"] = {"type": "string", "description": _API_VERSION_DOC}
+        properties["kind"] = {"type": "string", "description": _KIND_DOC}
+        properties["metadata"] = {"allOf": [_ref(f"{_META}.ObjectMeta")], "description": _OBJECT_META_DOC}
+        item["properties"] = properties
+    item["x-kubernetes-group-version-kind"] = gvk
+    listed = {"description": f"{resource.kind_list} is a list of {resource.kind}", "type": "object",
+              "required": ["items"],
+              "properties": {"apiVersion": {"type": "string", "description": _API_VERSION_DOC},
+                             "items": {"type": "array", "items": _ref(type_name),
+                                       "description": f"List of {resource.plural}. More info: "
+                                                      "https://git.k8s.io/community/contributors/devel/"
+                                                      "sig-architecture/api-conventions.md"},
+                             "kind": {"type": "string", "description": _KIND_DOC},
+                             "metadata": {"allOf": [_ref(f"{_META}.ListMeta")], "description": _LIST_META_DOC}},
+              "x-kubernetes-group-version-kind": [{"group": resource.group, "kind": resource.kind_list,
+                                                   "version": resource.version}]}
+    return {type_name: item, list_name: listed}

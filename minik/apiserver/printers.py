@@ -12,9 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from minik.api import schema
+from minik.api import jsonpath, schema
 from minik.api.durations import human_duration
-from minik.api.timestamps import parse_time
+from minik.api.kinds.customresources import CustomResourceVersion, PrinterColumn
+from minik.api.registry import ResourceType
+from minik.api.timestamps import parse_time, rfc3339
 
 Obj = dict[str, Any]
 Cells = list[Any]
@@ -794,6 +796,77 @@ _PRINTERS: dict[str, Printer] = {
 _DEFAULT = Printer(_default_columns, _default_cells)
 
 
+def _crd_columns() -> list[Column]:
+    return [name_col(), col("Created At", "date", doc(f"{META}.ObjectMeta", "creationTimestamp"))]
+
+
+def _crd_cells(crd: Obj, now: float) -> Cells:
+    meta = _dict(crd.get("metadata"))
+    at = parse_time(meta.get("creationTimestamp"))
+    return [meta.get("name", ""), rfc3339(at) if at is not None else None]
+
+
+_PRINTERS["CustomResourceDefinition"] = Printer(_crd_columns, _crd_cells)
+
+
 def printer_for(kind: str) -> Printer:
-    """The printer of a kind; kinds without one get Name and Age."""
+    """The printer of a built-in kind; kinds without one get Name and Age."""
     return _PRINTERS.get(kind, _DEFAULT)
+
+
+def printer_of(resource: ResourceType) -> Printer:
+    """The printer of a resource: a custom resource's comes from its CRD's additionalPrinterColumns."""
+    if resource.custom is not None:
+        return custom_printer(resource.custom)
+    return printer_for(resource.kind)
+
+
+# -- custom resources ---------------------------------------------------------------------------------------------
+_AGE = PrinterColumn("Age", "date", "", "", 0, ".metadata.creationTimestamp")
+
+
+@functools.lru_cache(maxsize=256)
+def custom_printer(info: CustomResourceVersion) -> Printer:
+    """Name, then the version's additionalPrinterColumns (Age when it has none, as Kubernetes serves them): each
+    cell the first value its JSONPath finds, typed as the column says (a date as the time since)."""
+    columns = info.columns or (_AGE,)
+    paths = [jsonpath.parse(column.json_path) for column in columns]
+
+    def definitions() -> list[Column]:
+        out = [name_col()]
+        for column in columns:
+            description = column.description or (doc(f"{META}.ObjectMeta", "creationTimestamp") if column is _AGE
+                                                  else f"Custom resource definition column (in JSONPath format): "
+                                                       f"{column.json_path}")
+            out.append(col(column.name, column.type, description, column.priority, column.format))
+        return out
+
+    def cells(obj: Obj, now: float) -> Cells:
+        row: Cells = [_dict(obj.get("metadata")).get("name", "")]
+        for column, steps in zip(columns, paths):
+            found = jsonpath.find(steps, obj)
+            row.append(_typed_cell(column.type, found[0], now) if found else None)
+        return row
+
+    return Printer(definitions, cells)
+
+
+def _typed_cell(type_: str, value: Any, now: float) -> Any:
+    """A printer column's cell (Kubernetes' cellForJSONValue): None when the value does not have the column's type."""
+    if value is None:
+        return None
+    if type_ == "string":
+        return jsonpath.text(value)
+    if type_ == "integer":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        return int(value)
+    if type_ == "number":
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    if type_ == "boolean":
+        return value if isinstance(value, bool) else None
+    if type_ == "date":
+        if not isinstance(value, str):
+            return None
+        return "<invalid>" if parse_time(value) is None else since(value, now)
+    return None

@@ -116,8 +116,29 @@ class WriteHooks(Protocol):
     async def after_delete(self, obj: Obj) -> None: ...
 
 
+class ObjectCodec(Protocol):
+    """How a resource whose stored objects are not in the version of the request reads and writes them (custom
+    resources: another version, defaults applied on read). Built-in kinds have none."""
+
+    async def decode(self, record: Record) -> Obj:
+        """The stored object as the request's version sees it (a new object)."""
+        ...
+
+    async def encode(self, obj: Obj) -> Obj:
+        """The object as it is stored (a new object; ``obj`` is not changed)."""
+        ...
+
+    async def present(self, raws: list[bytes], written: bool = False) -> list[bytes]:
+        """Stored objects (JSON) as the request's version answers them (``written``: just stored by this
+        request, so defaulted already)."""
+        ...
+
+
 class ResourceRest:
     """Create, update, patch and delete for one resource type."""
+
+    #: set for resources whose stored objects need converting (see ObjectCodec)
+    codec: ObjectCodec | None = None
 
     def __init__(self, resource: ResourceType, store: Store, admission: Admission,
                  hooks: WriteHooks | None = None) -> None:
@@ -126,6 +147,20 @@ class ResourceRest:
         self.store = store
         self.admission = admission
         self.hooks = hooks
+
+    async def current(self, record: Record) -> Obj:
+        """A stored object as this resource's version sees it (decoded anew)."""
+        return record.object() if self.codec is None else await self.codec.decode(record)
+
+    async def present(self, result: Record | Obj, written: bool = False) -> bytes:
+        """The JSON of a read object or (``written``) of a write's result, in this resource's version."""
+        if isinstance(result, Record):
+            return result.raw if self.codec is None else (await self.codec.present([result.raw], written))[0]
+        return orjson.dumps(result)
+
+    async def present_all(self, raws: list[bytes]) -> list[bytes]:
+        """Stored objects' JSON in this resource's version."""
+        return raws if self.codec is None else await self.codec.present(raws)
 
     # -- helpers -------------------------------------------------------------------------------------------
     def _not_found(self, name: str) -> StatusError:
@@ -214,15 +249,18 @@ class ResourceRest:
             if dry_run:
                 meta["resourceVersion"] = ""
                 return obj
+            stored_obj = obj if self.codec is None else await self.codec.encode(obj)
             for _attempt in range(8):
                 try:
-                    record = await self.store.create(self.resource.key(namespace, meta["name"]), obj)
+                    record = await self.store.create(self.resource.key(namespace, meta["name"]), stored_obj)
                     stored = True
                     return record
                 except KeyExists:
                     if explicit or not generate:
                         raise already_exists(self.resource.plural, self.resource.group, meta["name"]) from None
                     meta["name"] = generate_name(generate)
+                    if stored_obj is not obj:
+                        stored_obj["metadata"]["name"] = meta["name"]
             raise StatusError(500, "ServerTimeout", f"could not generate a unique name from {generate!r}")
         finally:
             if finish is not None:
@@ -274,15 +312,16 @@ class ResourceRest:
         key = self.resource.key(namespace, name)
         for _attempt in range(UPDATE_RETRIES):
             record = self.record(namespace, name)
-            current = record.object()
+            codec = self.codec
+            current = record.object() if codec is None else await codec.decode(record)
             if shares:
                 new = mutate(current)
                 if new is current:
-                    new = mutate(record.object())
+                    new = mutate(record.object() if codec is None else await codec.decode(record))
                 elif new.get("metadata") is current.get("metadata") and isinstance(shared := new.get("metadata"), dict):
                     new["metadata"] = dict(shared)
             else:
-                new = mutate(record.object())
+                new = mutate(record.object() if codec is None else await codec.decode(record))
             if patched:
                 self._check_type(new)
                 self._check_namespace(new, namespace)
@@ -305,8 +344,8 @@ class ResourceRest:
                     if new == current:  # a no-op keeps the resourceVersion and tells no watcher
                         stored = record
                     else:  # the store need not compare again: it checks the object is still at this revision
-                        stored = await self.store.update(key, new, expected_revision=record.mod_revision,
-                                                         changed=True)
+                        stored = await self.store.update(key, new if codec is None else await codec.encode(new),
+                                                         expected_revision=record.mod_revision, changed=True)
                     done = True
                 except Conflict:
                     if precondition is not None:
@@ -383,9 +422,9 @@ class ResourceRest:
             updated = copy.deepcopy(current)
             umeta = updated["metadata"]
             grace = self.strategy.deletion_grace_period(updated, options.get("gracePeriodSeconds"))
+            held = self.strategy.prepare_for_delete(updated)  # which may add a finalizer of the kind's own
             finalizers = list(umeta.get("finalizers") or [])
             finalizers = _gc_finalizers(finalizers, options, self.strategy.orphans_dependents_by_default)
-            held = self.strategy.prepare_for_delete(updated)
             if not grace and not finalizers and not held:
                 if dry_run:
                     return current, True

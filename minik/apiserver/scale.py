@@ -1,6 +1,7 @@
-"""The ``scale`` subresource (autoscaling/v1 Scale) of deployments, replicasets, statefulsets and
-replicationcontrollers: get reads spec.replicas, status.replicas and the selector; update and patch change only
-spec.replicas, through the object's own update path (validation, generation, managedFields)."""
+"""The ``scale`` subresource (autoscaling/v1 Scale) of deployments, replicasets, statefulsets,
+replicationcontrollers and custom resources whose CRD enables it: get reads spec.replicas, status.replicas and the
+selector (for custom resources: the CRD's specReplicasPath, statusReplicasPath and labelSelectorPath); update and
+patch change only the replicas, through the object's own update path (validation, generation, managedFields)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
+from minik.api import jsonpath
 from minik.api.errors import Cause, StatusError, bad_request, conflict, invalid
 from minik.api.registry import ResourceType
 from minik.api.schema import INT32
@@ -27,16 +29,48 @@ def _selector(resource: ResourceType, obj: Obj) -> str:
         return ""
 
 
+def _at(obj: Obj, path: str) -> Any:
+    """The value at a scale path (``.spec.replicas``), None when it is not there."""
+    found = jsonpath.find(path, obj)
+    return found[0] if found else None
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
 def to_scale(resource: ResourceType, obj: Obj) -> Obj:
     meta = obj.get("metadata") or {}
     scale_meta = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
                   if k in meta}
-    status: Obj = {"replicas": int((obj.get("status") or {}).get("replicas") or 0)}
+    paths = resource.custom.scale if resource.custom is not None else None
+    if paths is not None:  # a custom resource: where its CRD says
+        selector = _at(obj, paths.label_selector) if paths.label_selector else None
+        status: Obj = {"replicas": _count(_at(obj, paths.status_replicas))}
+        if isinstance(selector, str) and selector:
+            status["selector"] = selector
+        return {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": scale_meta,
+                "spec": {"replicas": _count(_at(obj, paths.spec_replicas))}, "status": status}
+    status = {"replicas": int((obj.get("status") or {}).get("replicas") or 0)}
     selector = _selector(resource, obj)
     if selector:
         status["selector"] = selector
     return {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": scale_meta,
             "spec": {"replicas": int((obj.get("spec") or {}).get("replicas") or 0)}, "status": status}
+
+
+def _set_replicas(resource: ResourceType, obj: Obj, replicas: int) -> None:
+    paths = resource.custom.scale if resource.custom is not None else None
+    if paths is None:
+        obj.setdefault("spec", {})["replicas"] = replicas
+        return
+    *parents, last = paths.spec_replicas.lstrip(".").split(".")
+    target = obj
+    for name in parents:
+        if not isinstance(target.get(name), dict):
+            target[name] = {}
+        target = target[name]
+    target[last] = replicas
 
 
 def _replicas(scale: Any, name: str, patched: bool) -> int:
@@ -71,7 +105,7 @@ def scaled(resource: ResourceType, current: Obj, scale: Obj, name: str, patched:
         raise conflict(resource.plural, resource.group, name, f"Precondition failed: UID in precondition: {uid}, "
                        f"UID in object meta: {current['metadata'].get('uid')}")
     new = copy.deepcopy(current)
-    new.setdefault("spec", {})["replicas"] = _replicas(scale, name, patched)
+    _set_replicas(resource, new, _replicas(scale, name, patched))
     return new
 
 

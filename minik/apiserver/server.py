@@ -26,13 +26,16 @@ from minik.api.errors import (
     unsupported_media_type,
 )
 from minik.api.params import parse_int64
-from minik.api.registry import Registry, ResourceType
+from minik.api.registry import Change, Registry, ResourceType
 from minik.apiserver import codec, discovery, negotiation, scale, warnings
 from minik.apiserver.admission import Admission, AdmissionPlugin, Authenticator, ObjectReader, default_plugins
 from minik.apiserver.admission.priority import system_priority_classes
 from minik.apiserver.admission.service_account import DEFAULT_SERVICE_ACCOUNT
 from minik.apiserver.apply import Applier, FieldManager
 from minik.apiserver.authorization import Authorizer, AuthzAttributes, Decision
+from minik.apiserver.crds.controller import CrdController
+from minik.apiserver.crds.conversion import CustomResourceCodec, HttpWebhooks
+from minik.apiserver.crds.rest import CustomResourceRest
 from minik.apiserver.eviction import evict
 from minik.apiserver.fieldvalidation import DELETE_OPTIONS, FieldValidation, check_integers
 from minik.apiserver.limits import Lanes, Limits
@@ -132,13 +135,20 @@ class ApiServer:
         self.reader = ObjectReader(store, registry)
         plugins = admission_plugins if admission_plugins is not None else default_plugins(self.reader)
         self.admission = Admission(plugins)
-        self.rests = {(t.group, t.version, t.plural): ResourceRest(t, store, self.admission) for t in registry.types}
+        self.rests = {(t.group, t.version, t.plural): ResourceRest(t, store, self.admission)
+                      for t in registry.types if t.custom is None}
         self.services = ServiceAllocations(store, self.settings.service_cidr, self.settings.node_port_range)
         self.rests[("", "v1", "services")].hooks = self.services
         self.pod_proxy = PodProxy(self.reader, self.settings.kubelet_tls)
         self.ready = False
-        self._static = self._discovery_documents()
+        self._static: dict[str, bytes] = {}
+        self._static_generation = -1
         self.openapi = OpenApi(registry)
+        #: calls CRDs' conversion webhooks
+        self.webhooks = HttpWebhooks(self.reader)
+        #: serves what CustomResourceDefinitions declare (started by ``start``)
+        self.crds = CrdController(self)
+        self._unsubscribe = registry.subscribe(self._registry_changed)
         #: non-resource paths served by other parts of the cluster (path -> handler), after authorization
         self.extensions: dict[str, Extension] = {}
         #: the routes of a resource or subresource served by another part of the cluster ((group, plural,
@@ -146,6 +156,32 @@ class ApiServer:
         self.routes: dict[tuple[str, str, str | None], Routes] = {}
         self._every_resource = self._routes_of_every_resource()
         self.lanes = Lanes(self.settings.limits)
+
+    def start(self) -> None:
+        """Serve the stored CustomResourceDefinitions' resources and follow the CRDs from now on."""
+        self.crds.start()
+
+    async def stop(self) -> None:
+        self._unsubscribe()
+        await self.crds.stop()
+        await self.webhooks.close()
+
+    def _registry_changed(self, change: Change) -> None:
+        """Drop what was derived from resource types that are gone or changed (the next request makes it anew)."""
+        _added, removed = change
+        for resource in removed:
+            key = (resource.group, resource.version, resource.plural)
+            rest = self.rests.get(key)
+            if rest is not None and rest.resource is resource:
+                del self.rests[key]
+
+    @property
+    def static_documents(self) -> dict[str, bytes]:
+        """The discovery documents (and /version), made again when the registry changed."""
+        if self._static_generation != self.registry.generation:
+            self._static = self._discovery_documents()
+            self._static_generation = self.registry.generation
+        return self._static
 
     def _discovery_documents(self) -> dict[str, bytes]:
         docs: dict[str, Any] = {
@@ -243,7 +279,7 @@ class ApiServer:
         if path in ("/healthz", "/livez", "/readyz") or path.startswith(("/healthz/", "/livez/", "/readyz/")):
             return self._health(path)
         if path == "/version" and request.method in ("GET", "HEAD"):  # public, as system:public-info-viewer
-            return ApiResponse.raw(self._static[path])
+            return ApiResponse.raw(self.static_documents[path])
         user = await self.authenticator.authenticate(request)
         if user is None:
             raise UNAUTHORIZED
@@ -251,13 +287,19 @@ class ApiServer:
         if extension is not None:
             await self._authorize_path(user, request.method, path)
             return await extension(request, user)
-        static = self._static.get(path)
+        static = self.static_documents.get(path)
         if static is not None and request.method in ("GET", "HEAD"):
             await self._authorize_path(user, request.method, path)
+            if path in ("/api", "/apis"):
+                aggregated = discovery.wants_aggregated(request.headers.get("Accept"))
+                if aggregated is not None:
+                    return discovery.aggregated_response(self.registry, path == "/api", aggregated)
             return ApiResponse.raw(static)
         if path == "/" or (self.openapi.handles(path) and request.method in ("GET", "HEAD")):
             await self._authorize_path(user, request.method, path)
-            return ApiResponse.json({"paths": sorted(self._static)}) if path == "/" else self.openapi.respond(path)
+            if path == "/":
+                return ApiResponse.json({"paths": sorted(self.static_documents)})
+            return self.openapi.respond(path)
         info = resolve(self.registry, request.method, path, request.query)
         attrs = AuthzAttributes.for_request(info)
         decision, reason = await self.authorizer.authorize(user, attrs)
@@ -298,7 +340,15 @@ class ApiServer:
         return ApiResponse(200 if ok else 503, b"ok" if ok else b"not ready", content_type="text/plain")
 
     def rest(self, resource: ResourceType) -> ResourceRest:
-        return self.rests[(resource.group, resource.version, resource.plural)]
+        """The writes of ``resource``; those of a custom resource are made on first use after each change of its
+        CRD."""
+        key = (resource.group, resource.version, resource.plural)
+        rest = self.rests.get(key)
+        if rest is None or (rest.resource is not resource and resource.custom is not None):
+            if resource.custom is None:
+                raise KeyError(key)
+            rest = self.rests[key] = CustomResourceRest(resource, self.store, self.admission, self.webhooks)
+        return rest
 
     # -- routing ---------------------------------------------------------------------------------------------
     def _handler(self, info: RequestInfo, request: ApiRequest) -> Handler:
@@ -312,6 +362,8 @@ class ApiServer:
             raise not_found(f"{resource.plural}/{sub}", resource.group, info.name or "")
         if sub is None and info.verb not in resource.verbs:
             raise _method_not_allowed(request)
+        if resource.custom is not None and resource.custom.warning:
+            warnings.add_warning(resource.custom.warning)
         routes = self.routes.get((resource.group, resource.plural, sub)) or self._every_resource[sub]
         handler = routes.get(info.verb)
         if handler is None:
@@ -343,14 +395,15 @@ class ApiServer:
     # -- reads -----------------------------------------------------------------------------------------------
     async def _get(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
         writer = negotiation.writer_for(info.resource, request)
-        raw = self.rest(info.resource).record(info.namespace, info.name or "").raw
+        rest = self.rest(info.resource)
+        raw = await rest.present(rest.record(info.namespace, info.name or ""))
         return ApiResponse.raw(writer.object(raw) if writer else raw)
 
     async def _list(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
         writer = negotiation.writer_for(info.resource, request)
         items, meta = await read_list(self.store, info.resource, info.namespace,
                                       parse_list_options(request.query, info.resource))
-        raws = [r.raw for r in items]
+        raws = await self.rest(info.resource).present_all([r.raw for r in items])
         return ApiResponse.raw(writer.list(raws, meta) if writer else list_body(info.resource, raws, meta))
 
     async def _watch(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
@@ -359,9 +412,14 @@ class ApiServer:
                              parse_list_options(request.query, info.resource, info.name),
                              self.settings.bookmark_interval_seconds)
         await stream.open()
+        resource_codec = self.rest(info.resource).codec
+        lines = stream.lines()
+        if isinstance(resource_codec, CustomResourceCodec) and not resource_codec.identity:
+            lines = resource_codec.watch(lines)  # each event's object is converted
+            return ApiResponse(200, stream=writer.watch(lines) if writer else lines)
         if writer:
-            return ApiResponse(200, stream=writer.watch(stream.lines()))
-        return ApiResponse(200, stream=stream.lines(), direct=stream.attach)
+            return ApiResponse(200, stream=writer.watch(lines))
+        return ApiResponse(200, stream=lines, direct=stream.attach)
 
     # -- writes ----------------------------------------------------------------------------------------------
     async def _create(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
@@ -369,10 +427,10 @@ class ApiServer:
         body = codec.decode_object(request.body, content_type)
         fields = FieldValidation(info.resource, request.query, info.verb)
         body = fields.object(body, request.body, content_type)
-        created = await self.rest(info.resource).create(
-            body, info.namespace, user, _dry_run(request.query),
-            FieldManager.for_request(info.resource, request, info.verb, None))
-        return _object_response(created, 201, fields.headers)
+        rest = self.rest(info.resource)
+        created = await rest.create(body, info.namespace, user, _dry_run(request.query),
+                                    FieldManager.for_request(info.resource, request, info.verb, None))
+        return await _object_response(rest, created, 201, fields.headers)
 
     async def _create_subresource(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
         """A POST to a subresource that takes none: the body is decoded first, as for any create."""
@@ -384,10 +442,11 @@ class ApiServer:
         body = codec.decode_object(request.body, content_type)
         fields = FieldValidation(info.resource, request.query, info.verb)
         body = fields.object(body, request.body, content_type)
-        updated = await self.rest(info.resource).update(
-            body, info.namespace, info.name or "", user, info.subresource, _dry_run(request.query),
-            FieldManager.for_request(info.resource, request, info.verb, info.subresource))
-        return _object_response(updated, 200, fields.headers)
+        rest = self.rest(info.resource)
+        updated = await rest.update(body, info.namespace, info.name or "", user, info.subresource,
+                                    _dry_run(request.query),
+                                    FieldManager.for_request(info.resource, request, info.verb, info.subresource))
+        return await _object_response(rest, updated, 200, fields.headers)
 
     async def _patch(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
         fields = FieldValidation(info.resource, request.query, info.verb)
@@ -398,22 +457,23 @@ class ApiServer:
             applier = Applier.for_apply(info.resource, request, sub, config)
             applier.config = fields.object(applier.config, request.body, content_type)
             result, status = await applier.run(rest, info.namespace, info.name or "", user, dry_run)
-            return _object_response(result, status, fields.headers)
+            return await _object_response(rest, result, status, fields.headers)
         apply = fields.patcher(_patcher(request.body, content_type, info.resource), request.body, content_type)
         patched = await rest.patch(info.namespace, info.name or "", apply, user, sub, dry_run,
                                    FieldManager.for_request(info.resource, request, info.verb, sub),
                                    pure=codec.media_type(content_type) in _PURE_PATCHES)
-        return _object_response(patched, 200, fields.headers)
+        return await _object_response(rest, patched, 200, fields.headers)
 
     async def _delete(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
         options = _delete_options(request.body, request.headers.get("Content-Type"), request.query)
-        obj, gone = await self.rest(info.resource).delete(info.namespace, info.name or "", options, user)
+        rest = self.rest(info.resource)
+        obj, gone = await rest.delete(info.namespace, info.name or "", options, user)
         if gone and not info.resource.strategy.return_deleted_object:
             uid = obj.get("metadata", {}).get("uid")
             return ApiResponse.of_status(success_status(info.name or "", info.resource.group, info.resource.plural,
                                                         uid))
         accepted = not gone and options.get("orphanDependents") is False  # 202 only for this, as Kubernetes
-        return ApiResponse.json(obj, 202 if accepted else 200)
+        return ApiResponse.raw((await rest.present_all([orjson.dumps(obj)]))[0], 202 if accepted else 200)
 
     async def _delete_collection(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
         rest = self.rest(info.resource)
@@ -440,6 +500,7 @@ class ApiServer:
                     raise
                 continue
             deleted.append(orjson.dumps(gone_obj))
+        deleted = await rest.present_all(deleted)
         return ApiResponse.raw(list_body(info.resource, deleted, {"resourceVersion": str(self.store.revision)}))
 
     # -- subresources ----------------------------------------------------------------------------------------
@@ -459,8 +520,9 @@ class ApiServer:
 
     async def _get_scale(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
         """NAME/scale: the Scale view of the object's replicas."""
-        record = self.rest(info.resource).record(info.namespace, info.name or "")
-        return ApiResponse.json(scale.to_scale(info.resource, record.object()))
+        rest = self.rest(info.resource)
+        record = rest.record(info.namespace, info.name or "")
+        return ApiResponse.json(scale.to_scale(info.resource, await rest.current(record)))
 
     async def _update_scale(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
         body = codec.decode_object(request.body, request.headers.get("Content-Type"))
@@ -479,10 +541,10 @@ class ApiServer:
                      ) -> ApiResponse:
         """Write the object as ``apply`` changes it through its Scale view, and answer that view."""
         resource = info.resource
-        result = await self.rest(resource).patch(info.namespace, info.name or "", apply, user, None,
-                                                 _dry_run(request.query),
-                                                 FieldManager.for_request(resource, request, info.verb, None))
-        obj = result.object() if isinstance(result, Record) else result
+        rest = self.rest(resource)
+        result = await rest.patch(info.namespace, info.name or "", apply, user, None, _dry_run(request.query),
+                                  FieldManager.for_request(resource, request, info.verb, None))
+        obj = orjson.loads(await rest.present(result)) if isinstance(result, Record) else result
         return ApiResponse.json(scale.to_scale(resource, obj))
 
 
@@ -490,8 +552,9 @@ def _method_not_allowed(request: ApiRequest) -> StatusError:
     return method_not_allowed(f"the server does not allow this method on the requested resource ({request.method})")
 
 
-def _object_response(result: Record | Obj, status: int = 200, headers: dict[str, str] | None = None) -> ApiResponse:
-    response = ApiResponse.raw(result.raw, status) if isinstance(result, Record) else ApiResponse.json(result, status)
+async def _object_response(rest: ResourceRest, result: Record | Obj, status: int = 200,
+                           headers: dict[str, str] | None = None) -> ApiResponse:
+    response = ApiResponse.raw(await rest.present(result, written=True), status)
     response.headers.update(headers or {})
     return response
 
@@ -512,6 +575,9 @@ _PURE_PATCHES = (codec.MERGE_PATCH, codec.STRATEGIC_MERGE_PATCH)
 def _patcher(body: bytes, content_type: str | None, resource: ResourceType,
              accepted: tuple[str, ...] = PATCH_MEDIA_TYPES) -> Any:
     kind = codec.media_type(content_type)
+    if kind == codec.STRATEGIC_MERGE_PATCH and resource.custom is not None:
+        # custom resources have no Go types to carry patch strategies: Kubernetes refuses strategic merge patches
+        raise unsupported_media_type(kind, tuple(t for t in accepted if t != codec.STRATEGIC_MERGE_PATCH))
     if kind == codec.STRATEGIC_MERGE_PATCH:
         patch = codec.decode(body, content_type)
         return lambda current: strategic_merge_patch(current, patch, resource.kind)

@@ -18,7 +18,7 @@ import orjson
 
 from minik.api.errors import bad_request
 from minik.api.registry import ResourceType
-from minik.apiserver.printers import printer_for
+from minik.apiserver.printers import printer_of
 
 Obj = dict[str, Any]
 
@@ -42,7 +42,7 @@ class TableWriter:
         self.resource = resource
         self.api_version = api_version
         self.include = include
-        self.printer = printer_for(resource.kind)
+        self.printer = printer_of(resource)
 
     def _row(self, obj: Obj, now: float) -> Obj:
         cells, conditions = self.printer.cells(obj, now)

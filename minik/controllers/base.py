@@ -15,6 +15,7 @@ import structlog
 from minik.aio import start_task, stop_task
 from minik.aio.clock import SYSTEM_CLOCK, Clock
 from minik.api.errors import StatusError
+from minik.api.registry import ResourceType
 from minik.client import Client
 from minik.informers import Informer, Transform, object_key
 from minik.workqueue import ShutDown, WorkQueue
@@ -59,6 +60,23 @@ class InformerFactory:
             raise ValueError(f"the informer of {resource} is shared with a different transform")
         return informer
 
+    def informer_late(self, resource: ResourceType) -> Informer:
+        """The informer of a resource that appeared after the factory was built (a CRD's): made, and started at
+        once when the factory runs already. Its handlers are added by the caller before it returns control to the
+        event loop (the informer lists in a task of its own)."""
+        key = (resource.group_resource, None)
+        informer = self._informers.get(key)
+        if informer is None:
+            informer = Informer(self.client, resource, resync_seconds=self.resync_seconds)
+            self._informers[key] = informer
+            if self._started:
+                asyncio.get_running_loop().call_soon(_start_if_new, informer)
+        return informer
+
+    def discard(self, group_resource: str) -> Informer | None:
+        """Forget the informer of a resource that is no longer served; the caller stops it."""
+        return self._informers.pop((group_resource, None), None)
+
     async def start(self, timeout: float = 30.0) -> None:
         """Start every informer and wait until each has listed once."""
         self._started = True
@@ -70,6 +88,11 @@ class InformerFactory:
     async def stop(self) -> None:
         for informer in self._informers.values():
             await informer.stop()
+
+
+def _start_if_new(informer: Informer) -> None:
+    if not informer.started:
+        informer.start()
 
 
 class Controller:

@@ -1,6 +1,7 @@
 """The garbage collector (Kubernetes' garbagecollector): ownerReferences drive cascading deletion.
 
-It watches every resource (events excepted) and keeps a graph: for each uid, the object it is, and the uids of
+It watches every resource (events excepted; custom resources from the moment their CRD is established, in their
+preferred version) and keeps a graph: for each uid, the object it is, and the uids of
 the objects that name it as an owner. Work items are uids; a sync looks at one object:
 
 - an object being deleted with the ``orphan`` finalizer: its dependents lose their ownerReferences to it, then
@@ -21,9 +22,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from minik.aio import start_task
 from minik.aio.clock import Clock
 from minik.api.errors import StatusError
-from minik.api.registry import ResourceType
+from minik.api.registry import Change, ResourceType
 from minik.client import JSON_PATCH, Client
 from minik.controllers.base import Controller, InformerFactory, Obj, Recorder, is_being_deleted
 from minik.informers import Informer, object_key
@@ -32,6 +34,10 @@ ORPHAN = "orphan"
 FOREGROUND = "foregroundDeletion"
 #: resources the collector does not watch (Kubernetes ignores events: many, short-lived, never owners)
 IGNORED = {"events", "events.events.k8s.io"}
+
+
+def _collected(rt: ResourceType) -> bool:
+    return rt.group_resource not in IGNORED and {"list", "watch", "delete"} <= set(rt.verbs)
 
 
 def _refs(obj: Obj) -> list[Obj]:
@@ -59,12 +65,34 @@ class GarbageCollector(Controller):
         self.dependents: dict[str, set[str]] = defaultdict(set)
         self._owners: dict[str, set[str]] = {}
         self.informers: dict[str, Informer] = {}
-        for rt in client.registry.types:
-            if rt.group_resource in IGNORED or not {"list", "watch", "delete"} <= set(rt.verbs):
-                continue
-            informer = factory.informer(rt.group_resource)
-            self.informers[rt.group_resource] = informer
-            informer.add_handlers(*self._handlers(rt))
+        for rt in client.registry.preferred():
+            if _collected(rt):
+                informer = factory.informer(rt.group_resource)
+                self.informers[rt.group_resource] = informer
+                informer.add_handlers(*self._handlers(rt))
+        #: the resources of CustomResourceDefinitions come and go: their informers with them
+        self._unsubscribe = client.registry.subscribe(self._registry_changed)
+
+    def _registry_changed(self, change: Change) -> None:
+        """Watch the resources that appeared (a CRD established) and stop watching those that went; a resource
+        whose preferred version changed is watched again in the new one."""
+        preferred = {rt.group_resource: rt for rt in self.client.registry.preferred() if _collected(rt)}
+        for group_resource, informer in list(self.informers.items()):
+            wanted = preferred.get(group_resource)
+            if wanted is None or wanted.version != informer.resource.version:
+                del self.informers[group_resource]
+                self.factory.discard(group_resource)
+                self._tasks.append(start_task(informer.stop(), name=f"{self.name} stops {group_resource}"))
+        for group_resource, rt in preferred.items():
+            if group_resource not in self.informers:
+                informer = self.factory.informer_late(rt)
+                self.informers[group_resource] = informer
+                if not informer.started:
+                    informer.add_handlers(*self._handlers(rt))
+
+    async def stop(self) -> None:
+        self._unsubscribe()
+        await super().stop()
 
     # -- the graph ---------------------------------------------------------------------------------------------
     def _handlers(self, rt: ResourceType) -> tuple[Any, Any, Any]:

@@ -8,13 +8,16 @@ its own (``clients``: in `minik up`, the service account ``kube-system/NAME`` bo
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import structlog
 
+from minik.aio import start_task, stop_task
 from minik.aio.clock import SYSTEM_CLOCK, Clock
+from minik.api.errors import StatusError
 from minik.client import Client
 from minik.controllers.base import Controller, InformerFactory, Recorder
 
@@ -49,6 +52,10 @@ class ControllerSettings:
 
     secondary_node_eviction_rate: float = 0.01
     """The same in a zone of more than 50 nodes where at least 55 % of them are unhealthy."""
+
+    discovery_interval_seconds: float = 30.0
+    """How often the resources the server serves are looked up again (custom resources come and go with their
+    CRDs; a manager in the API server's process sees them at once through the shared registry)."""
 
     job_backoff_seconds: float = 10.0
     """The first delay before a Job replaces a failed pod; it doubles with each further failure."""
@@ -228,6 +235,8 @@ class ControllerManager:
         if unknown:
             raise ValueError(f"unknown controllers {unknown}: choose from {', '.join(CONTROLLERS)}")
         writers = {name: clients(name) if clients is not None else client for name in names}
+        self.writers = writers
+        self._discovery: asyncio.Task[None] | None = None
         #: one recorder per controller, so each event names its controller as its source
         self.recorders = {name: _recorder(writers[name], name, self.settings.host) for name in names}
         self.controllers: dict[str, Controller] = {
@@ -240,12 +249,29 @@ class ControllerManager:
     async def start(self) -> None:
         for recorder in self.recorders.values():
             await recorder.start()
+        await self._discover()
+        self._discovery = start_task(self._discover_periodically(), name="controller manager discovery")
         await self.factory.start()
         for controller in self.controllers.values():
             await controller.start()
         log.info("controllers started", controllers=list(self.controllers))
 
+    async def _discover(self) -> None:
+        """Look up the served resources with every client whose registry is its own."""
+        for client in {id(c): c for c in (self.client, *self.writers.values())}.values():
+            try:
+                await client.discover()
+            except StatusError as exc:
+                log.warning("discovery failed", error=exc.message)
+
+    async def _discover_periodically(self) -> None:
+        while True:
+            await self.settings.clock.sleep(self.settings.discovery_interval_seconds)
+            await self._discover()
+
     async def stop(self) -> None:
+        await stop_task(self._discovery)
+        self._discovery = None
         for controller in reversed(list(self.controllers.values())):
             await controller.stop()
         await self.factory.stop()

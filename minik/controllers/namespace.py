@@ -33,9 +33,13 @@ class NamespaceController(Controller):
         super().__init__(client, factory, workers, clock, recorder)
         self.namespaces = factory.informer("namespaces")
         self.namespaces.add_handlers(self.enqueue, lambda old, new: self.enqueue(new))
-        #: every namespaced kind that can be listed and deleted
-        self.kinds: list[ResourceType] = [rt for rt in client.registry.types if rt.namespaced and
-                                          {"list", "delete", "deletecollection"} <= set(rt.verbs)]
+
+    @property
+    def kinds(self) -> list[ResourceType]:
+        """Every namespaced resource that can be listed and deleted, custom resources included (looked up at each
+        sync: CRDs come and go)."""
+        return [rt for rt in self.client.registry.preferred() if rt.namespaced and
+                {"list", "delete", "deletecollection"} <= set(rt.verbs)]
 
     async def sync(self, key: str) -> None:
         cached = self.namespaces.get(key)

@@ -28,6 +28,7 @@ def test_every_kind_is_registered_with_the_short_names_kubectl_shows() -> None:
         "localsubjectaccessreviews": (), "selfsubjectrulesreviews": (),
         "mutatingwebhookconfigurations": (), "validatingwebhookconfigurations": (),
         "validatingadmissionpolicies": (), "validatingadmissionpolicybindings": (),
+        "customresourcedefinitions": ("crd", "crds"),
     }
     assert REGISTRY.resolve("deploy") is resource("deployments")
     assert REGISTRY.resolve("pc") is resource("priorityclasses")
@@ -64,7 +65,7 @@ def test_each_strategy_knows_the_scope_the_registry_declares() -> None:
         "namespaces", "nodes", "priorityclasses", "clusterroles", "clusterrolebindings", "tokenreviews",
         "selfsubjectreviews", "subjectaccessreviews", "selfsubjectaccessreviews", "selfsubjectrulesreviews",
         "mutatingwebhookconfigurations", "validatingwebhookconfigurations", "validatingadmissionpolicies",
-        "validatingadmissionpolicybindings"}
+        "validatingadmissionpolicybindings", "customresourcedefinitions"}
 
 
 @pytest.mark.parametrize("plural, extra", [

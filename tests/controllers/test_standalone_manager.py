@@ -54,3 +54,37 @@ async def test_an_unknown_controller_name_is_a_usage_error(cluster: Cluster, tmp
     _, err = await asyncio.wait_for(process.communicate(), 30)
     assert process.returncode == 2
     assert "unknown controllers ['nope']" in err.decode()
+
+
+async def test_a_standalone_garbage_collector_finds_custom_resources_by_discovery(cluster: Cluster,
+                                                                                 tmp_path: Path) -> None:
+    from tests.crds import widget, widget_crd
+
+    local = cluster.in_process_client()
+    await local.create("customresourcedefinitions", widget_crd())
+
+    async def served() -> bool:
+        return local.registry.get("example.com", "v1", "widgets") is not None
+    await eventually(served, timeout=5)
+    owner = await local.create("widgets", widget("owner"), "default")
+    config = admin_kubeconfig(cluster, tmp_path / "kubeconfig")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "minik", "controllers", "--kubeconfig", str(config), "--controller",
+        "garbage-collector", "--log-level", "warning", env=dict(os.environ),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    assert process.stdout is not None
+    try:
+        await asyncio.wait_for(process.stdout.readline(), 30)
+        refs = [{"apiVersion": "example.com/v1", "kind": "Widget", "name": "owner",
+                 "uid": owner["metadata"]["uid"]}]
+        await local.create("configmaps", {"metadata": {"name": "owned", "ownerReferences": refs}}, "default")
+        await local.delete("widgets", "owner", "default")
+
+        async def collected() -> bool:
+            return not [c for c in (await local.list("configmaps", "default"))["items"]
+                        if c["metadata"]["name"] == "owned"]
+        await eventually(collected, timeout=20)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(process.wait(), 30)
+    assert process.returncode == 0

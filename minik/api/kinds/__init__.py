@@ -1,6 +1,7 @@
 """Per-kind strategies: defaults, validation and field selectors for every resource minik serves.
 
-One module per API group (core, apps, batch, cluster, rbac, reviews, admissionregistration); the pod spec rules every workload template shares live
+One module per API group (core, apps, batch, cluster, rbac, reviews, admissionregistration, apiextensions;
+customresources serves what CRDs declare); the pod spec rules every workload template shares live
 in podspec (defaults, QoS) and podvalidation. ``minik.api.resources`` puts them into the registry.
 """
 
@@ -9,6 +10,7 @@ from minik.api.kinds.admissionregistration import (
                                                    MutatingWebhookConfigurationStrategy,
                                                    ValidatingWebhookConfigurationStrategy,
 )
+from minik.api.kinds.apiextensions import CustomResourceDefinitionStrategy
 from minik.api.kinds.apps import DaemonSetStrategy, DeploymentStrategy, ReplicaSetStrategy, StatefulSetStrategy
 from minik.api.kinds.batch import CronJobStrategy, JobStrategy
 from minik.api.kinds.cluster import LeaseStrategy, PriorityClassStrategy
@@ -28,7 +30,8 @@ from minik.api.kinds.rbac import ClusterRoleBindingStrategy, ClusterRoleStrategy
 from minik.api.kinds.reviews import ClusterReviewStrategy, NamespacedReviewStrategy
 
 __all__ = [
-    "ClusterReviewStrategy", "ClusterRoleBindingStrategy", "ClusterRoleStrategy", "ConfigMapStrategy", "CronJobStrategy", "DaemonSetStrategy",
+    "ClusterReviewStrategy", "ClusterRoleBindingStrategy", "ClusterRoleStrategy", "ConfigMapStrategy", "CronJobStrategy",
+    "CustomResourceDefinitionStrategy", "DaemonSetStrategy",
     "DeploymentStrategy", "EndpointsStrategy", "EventStrategy", "JobStrategy", "LeaseStrategy",
     "MutatingWebhookConfigurationStrategy", "NamespaceStrategy", "NamespacedReviewStrategy",
     "NodeStrategy", "PodStrategy", "PriorityClassStrategy", "ReplicaSetStrategy", "ReplicationControllerStrategy",
