@@ -16,7 +16,7 @@ from typing import Any
 
 from minik.api.cel import CompileError, T, compile_program, new_env, output_type
 
-__all__ = ["CompileError", "bindings", "compile_all", "compile_message_expression", "compile_rule", "environment",
+__all__ = ["bindings", "compile_all", "compile_message_expression", "compile_rule", "environment",
            "self_fields", "uses_old_self"]
 
 
