@@ -40,6 +40,10 @@ class Declarations:
         kept = tuple((n, s) for n, s in self.variables or () if n != name)
         return replace(self, variables=(*kept, (name, spec)))
 
+    def for_messages(self) -> Declarations:
+        """What a messageExpression sees: the same but the authorizer (as Kubernetes compiles them)."""
+        return replace(self, authorizer=False)
+
 
 _CHECK_ENVS: dict[Declarations, Any] = {}
 _RUNTIME_ENV: list[Any] = []

@@ -4,7 +4,6 @@ applied in the API server (minik.apiserver.admission.validating_policy), with Ku
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from minik.api import validation as v
@@ -93,7 +92,7 @@ def _validate_validation(item: Any, path: str, decls: Declarations) -> Causes:
                                     "must be non-empty if specified"))
         else:
             causes += _expression(message_expression, v.child(path, "messageExpression"), "",
-                                  replace(decls, authorizer=False), "string")
+                                  decls.for_messages(), "string")
     message = item.get("message")
     if isinstance(message, str) and message:
         if not message.strip():

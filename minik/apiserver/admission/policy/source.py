@@ -4,7 +4,7 @@ names), in the order of the bindings' names."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -86,7 +86,7 @@ def parse_policy(raw: bytes) -> Policy:
         message_expression = item.get("messageExpression")
         validations.append(Validation(
             compile_one("", str(item.get("expression") or ""), decls), str(item.get("message") or ""),
-            compile_one("", message_expression, replace(decls, authorizer=False), "string")
+            compile_one("", message_expression, decls.for_messages(), "string")
             if isinstance(message_expression, str) and message_expression.strip() else None,
             str(item.get("reason") or "")))
     return Policy(str((obj.get("metadata") or {}).get("name") or ""), str(spec.get("failurePolicy") or "Fail"),
