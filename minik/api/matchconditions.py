@@ -1,137 +1,97 @@
-"""CEL for admission: the matchConditions of admission webhooks (and the expressions of admission policies),
-compiled once and evaluated against a request, with the ``common-expression-language`` package (module ``cel``).
+"""CEL for admission: the matchConditions of admission webhooks and the expressions of ValidatingAdmissionPolicies,
+compiled once (in minik.api.cel's admission environment, type-checked as Kubernetes does) and evaluated against a
+request.
 
-Kubernetes declares ``object``, ``oldObject``, ``request``, ``authorizer`` (and ``params`` for policies) in these
-expressions; here they are plain JSON values (``null`` where the request has none), and ``authorizer`` a value whose
-methods (``group``, ``resource``, ``check``, ``allowed``...) are functions over plain maps (see ``AuthzChecks``).
-A missing field is an error, as in Kubernetes (``has(object.x)`` tests for one); an error in any condition
-is the webhook's failure unless another condition is false.
+The values are JSON: ``object``, ``oldObject``, ``params`` and ``namespaceObject`` are ``null`` where the request
+has none. A missing field is an error, as in Kubernetes (``has(object.x)`` tests for one); an error in any
+condition is the webhook's failure unless another condition is false. ``authorizer`` asks the API server's
+authorizer: an expression that asks anything is evaluated twice (see minik.api.cel.authz).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
-import cel
+from minik.api.cel import CompileError, run
+from minik.api.cel.admission import Declarations, activation, compile_expression
+from minik.api.cel.authz import AuthzCheck, Questions, answering, authorizer_value
+
+__all__ = ["WEBHOOK", "AuthzCheck", "Authorize", "Condition", "Declarations", "Failure", "MatchResult", "boolean",
+           "compile_conditions", "compile_one", "compile_problem", "compile_variables", "evaluate", "match",
+           "variables"]
 
 Obj = dict[str, Any]
 
-#: the variables a match condition may read (Kubernetes' declarations for webhooks)
-MATCH_VARIABLES = ("object", "oldObject", "request", "authorizer")
-
-_PARSE_PREFIX = re.compile(r"^Failed to parse expression '.*?': ", re.DOTALL)
-
-
-class CompileError(ValueError):
-    """An expression CEL cannot parse; the message is the parser's, as Kubernetes reports it."""
-
-
-def compile_expression(expression: str) -> cel.Program:
-    """The program of ``expression``; CompileError with the parser's message when it is not CEL."""
-    try:
-        return cel.compile(expression)
-    except (ValueError, TypeError, RuntimeError) as exc:
-        raise CompileError(_PARSE_PREFIX.sub("", str(exc)).strip()) from None
-
-
-def compile_problem(expression: str) -> str:
-    """"" when ``expression`` compiles, else the detail of Kubernetes' Invalid cause (``compilation failed:
-    ERROR: <input>:1:4: Syntax error: ...``)."""
-    try:
-        compile_expression(expression)
-    except CompileError as exc:
-        return f"compilation failed: {exc}"
-    return ""
-
-
-# -- the authorizer -----------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class AuthzCheck:
-    """One question an expression asks the authorizer: may the requesting user do ``verb`` on this resource
-    (or ``path``)."""
-
-    verb: str
-    group: str = ""
-    resource: str = ""
-    subresource: str = ""
-    namespace: str = ""
-    name: str = ""
-    path: str = ""
-
+#: what webhooks' matchConditions see: no params, no variables
+WEBHOOK = Declarations()
 
 #: answers an AuthzCheck: (allowed, reason)
 Authorize = Callable[[AuthzCheck], Awaitable[tuple[bool, str]]]
 
-_AUTHZ = "__authz__"
+
+@dataclass(frozen=True)
+class Condition:
+    """One compiled expression (a condition, a variable, a validation or a message); one that does not compile
+    keeps its problem, an error at every evaluation (as an expression stored before a CEL upgrade would be)."""
+
+    name: str
+    expression: str
+    program: Any
+    problem: str = ""
+    #: the variables it reads; the type of its value (types.spec_of)
+    reads: frozenset[str] = frozenset()
+    output: str = "dyn"
 
 
-def _builder(field: str) -> Callable[[Any, Any], Obj]:
-    def build(target: Any, value: Any) -> Obj:
-        base = dict(target) if isinstance(target, Mapping) else {}
-        base[_AUTHZ] = "check"
-        base[field] = str(value)
-        return base
-    return build
+def compile_one(name: str, expression: str, decls: Declarations = WEBHOOK, returns: str | None = "bool") -> Condition:
+    """``expression`` compiled with ``decls``; its value must be of type ``returns`` (None: any)."""
+    try:
+        compiled = compile_expression(expression, decls, returns)
+    except CompileError as exc:
+        return Condition(name, expression, None, str(exc))
+    return Condition(name, expression, compiled.program, reads=compiled.reads, output=compiled.output)
 
 
-class AuthzChecks:
-    """The ``authorizer`` variable. CEL functions are synchronous and the authorizer is not, so an expression is
-    run twice when it asks anything: first to learn its questions (every ``allowed()`` answers false), then,
-    once the authorizer has answered them, with the answers."""
+def compile_problem(expression: str, decls: Declarations = WEBHOOK, returns: str | None = "bool") -> str:
+    """"" when ``expression`` compiles, else the detail of Kubernetes' Invalid cause (``compilation failed:
+    ERROR: <input>:1:4: Syntax error: ...``, ``must evaluate to bool``)."""
+    return compile_one("", expression, decls, returns).problem
 
-    def __init__(self, answers: Mapping[AuthzCheck, tuple[bool, str]] | None = None) -> None:
-        self.answers = dict(answers or {})
-        self.asked: list[AuthzCheck] = []
 
-    def functions(self) -> dict[str, Callable[..., Any]]:
-        return {"group": _builder("group"), "resource": _builder("resource"),
-                "subresource": _builder("subresource"), "namespace": _builder("namespace"),
-                "name": _builder("name"), "path": _builder("path"), "check": self._check,
-                "allowed": self._allowed, "reason": self._reason, "errored": lambda _d: False,
-                "error": lambda _d: ""}
+def compile_conditions(raw: Any, decls: Declarations = WEBHOOK) -> tuple[Condition, ...]:
+    """The matchConditions of a webhook or policy, compiled."""
+    return tuple(compile_one(str(item.get("name") or ""), str(item.get("expression") or ""), decls)
+                 for item in (raw if isinstance(raw, list) else []) if isinstance(item, dict))
 
-    def _check(self, target: Any, verb: Any) -> Obj:
-        fields = dict(target) if isinstance(target, Mapping) else {}
-        fields.pop(_AUTHZ, None)
-        check = AuthzCheck(str(verb), **{k: str(v) for k, v in fields.items()
-                                        if k in ("group", "resource", "subresource", "namespace", "name", "path")})
-        if check not in self.answers and check not in self.asked:
-            self.asked.append(check)
-        allowed, reason = self.answers.get(check, (False, ""))
-        return {_AUTHZ: "decision", "allowed": allowed, "reason": reason}
 
-    @staticmethod
-    def _allowed(decision: Any) -> bool:
-        return bool(decision.get("allowed")) if isinstance(decision, Mapping) else False
+_FIELD_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
-    @staticmethod
-    def _reason(decision: Any) -> str:
-        return str(decision.get("reason") or "") if isinstance(decision, Mapping) else ""
+
+def compile_variables(raw: Any, decls: Declarations) -> tuple[tuple[Condition, ...], Declarations]:
+    """A policy's variables compiled in order, each seeing those before it as fields of ``variables`` (of the
+    type of their expression; dyn when it does not compile), and the declarations the policy's validations
+    get: ``decls`` with every variable (unchanged when there is none, so ``variables`` is then undeclared)."""
+    items = [item for item in (raw if isinstance(raw, list) else []) if isinstance(item, dict)]
+    if not items:
+        return (), decls
+    current = replace(decls, variables=())
+    compiled = []
+    for item in items:
+        name, expression = str(item.get("name") or ""), str(item.get("expression") or "")
+        if not expression.strip():
+            compiled.append(Condition(name, expression, None, "expression is not specified"))
+            continue
+        variable = compile_one(name, expression, current, returns=None)
+        compiled.append(variable)
+        if _FIELD_NAME.fullmatch(name):
+            current = current.with_variable(name, variable.output if variable.program is not None else "dyn")
+    return tuple(compiled), current
 
 
 # -- evaluation ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Condition:
-    name: str
-    expression: str
-    program: cel.Program | None
-    problem: str = ""
-
-
-def compile_conditions(raw: Any) -> tuple[Condition, ...]:
-    """The matchConditions of a webhook, compiled (a condition that does not compile keeps its problem: it
-    is an error at every evaluation, as an expression stored before a CEL upgrade would be)."""
-    conditions = []
-    for item in raw if isinstance(raw, list) else []:
-        if not isinstance(item, dict):
-            continue
-        conditions.append(compile_one(str(item.get("name") or ""), str(item.get("expression") or "")))
-    return tuple(conditions)
-
-
 @dataclass(frozen=True)
 class MatchResult:
     matches: bool
@@ -146,24 +106,15 @@ class Failure:
     message: str
 
 
-def compile_one(name: str, expression: str) -> Condition:
-    try:
-        return Condition(name, expression, compile_expression(expression))
-    except CompileError as exc:
-        return Condition(name, expression, None, f"compilation failed: {exc}")
-
-
-def _value(condition: Condition, context: cel.Context) -> Any:
+def _value(condition: Condition, values: Any) -> Any:
     """The expression's value, or a Failure."""
     prefix = f"expression '{condition.expression}' resulted in error: "
     if condition.program is None:
         return Failure(prefix + condition.problem)
-    try:
-        return condition.program.execute(context)
-    except KeyError as exc:
-        return Failure(f"{prefix}no such key: {exc.args[0] if exc.args else ''}")
-    except Exception as exc:  # noqa: BLE001 - any evaluation failure is the expression's error, never the server's
-        return Failure(f"{prefix}{exc}")
+    outcome = run(condition.program, activation=values)
+    if outcome.error is not None:
+        return Failure(prefix + outcome.error)
+    return outcome.value
 
 
 def boolean(condition: Condition, value: Any) -> bool | Failure:
@@ -173,23 +124,30 @@ def boolean(condition: Condition, value: Any) -> bool | Failure:
     return Failure(f"expression '{condition.expression}' resulted in error: must evaluate to bool")
 
 
-async def evaluate(conditions: tuple[Condition, ...], activation: Obj, authorize: Authorize | None) -> list[Any]:
-    """Each expression's value (or Failure) over ``activation``; run again with the authorizer's answers when any
-    asked it something."""
-    authz = AuthzChecks()
-    context = cel.Context(activation, authz.functions())
-    values = [_value(c, context) for c in conditions]
-    if authz.asked and authorize is not None:
-        answers = {check: await authorize(check) for check in authz.asked}
-        authz = AuthzChecks(answers)
-        context = cel.Context(activation, authz.functions())
-        values = [_value(c, context) for c in conditions]
-    return values
+#: how many times expressions are evaluated again for the authorizer's answers, at most
+AUTHORIZER_ROUNDS = 16
 
 
-async def match(conditions: tuple[Condition, ...], activation: Obj, authorize: Authorize | None) -> MatchResult:
+async def evaluate(conditions: Sequence[Condition], data: Obj, authorize: Authorize | None) -> list[Any]:
+    """Each expression's value (or Failure) over ``data`` (variable -> JSON value). While they ask the authorizer
+    questions it has not answered yet, they are evaluated again with its answers: a question can depend on an
+    earlier answer (``a.check('get').allowed() && b.check('list').allowed()`` asks the second only once the first
+    is allowed). After AUTHORIZER_ROUNDS, what is still unanswered counts as not allowed."""
+    needed = frozenset().union(*(c.reads for c in conditions))
+    values = activation({k: v for k, v in data.items() if k in needed})
+    answers: dict[AuthzCheck, tuple[bool, str]] = {}
+    for _ in range(AUTHORIZER_ROUNDS + 1):
+        with answering(Questions(answers)) as questions:
+            results = [_value(c, values) for c in conditions]
+        if not questions.asked or authorize is None:
+            break
+        answers.update({check: await authorize(check) for check in questions.asked})
+    return results
+
+
+async def match(conditions: Sequence[Condition], data: Obj, authorize: Authorize | None) -> MatchResult:
     """Kubernetes' rule: any condition false -> no match; else any error -> the error; else a match."""
-    results = [boolean(c, v) for c, v in zip(conditions, await evaluate(conditions, activation, authorize))]
+    results = [boolean(c, v) for c, v in zip(conditions, await evaluate(conditions, data, authorize))]
     errors = []
     for condition, result in zip(conditions, results):
         if result is False:
@@ -202,11 +160,10 @@ async def match(conditions: tuple[Condition, ...], activation: Obj, authorize: A
 
 
 def variables(obj: Obj | None, old: Obj | None, request: Obj) -> Obj:
-    """The activation of a match condition; ``authorizer.requestResource`` is the request's own resource."""
+    """The values of a match condition's variables; ``authorizer.requestResource`` is the request's own
+    resource."""
     resource = request.get("resource") or {}
-    request_resource = {_AUTHZ: "check", "group": str(resource.get("group") or ""),
-                        "resource": str(resource.get("resource") or ""),
-                        "subresource": str(request.get("subResource") or ""),
-                        "namespace": str(request.get("namespace") or ""), "name": str(request.get("name") or "")}
-    return {"object": obj, "oldObject": old, "request": request,
-            "authorizer": {_AUTHZ: "authorizer", "requestResource": request_resource}}
+    return {"object": obj, "oldObject": old, "request": request, "namespaceObject": None,
+            "authorizer": authorizer_value(str(resource.get("group") or ""), str(resource.get("resource") or ""),
+                                           str(request.get("subResource") or ""),
+                                           str(request.get("namespace") or ""), str(request.get("name") or ""))}

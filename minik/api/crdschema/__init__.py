@@ -1,6 +1,6 @@
 """Structural schemas of CustomResourceDefinitions, as Kubernetes' apiextensions server enforces them.
 
-Pure: no I/O; imports minik.api, the standard library and the CEL runtime (cel-expr-python).
+Pure: no I/O; imports minik.api (its CEL: minik.api.cel) and the standard library.
 
 - ``check_structural(schema, path="spec.validation.openAPIV3Schema", status_subresource=False)``: the causes that
   make a CRD version's ``openAPIV3Schema`` refused, with Kubernetes' messages and field paths (not structural,

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from minik.api.cel import T, run, values
 from minik.api.crdschema import celrules, formats
 from minik.api.crdschema.checks import (
     canonical,
@@ -241,7 +242,6 @@ class Node:
 
     # -- CEL typing and values --
     def cel_type(self) -> Any:
-        T = celrules.T
         if self.int_or_string or not self.type or self.type in ("integer", "number"):
             return T.DYN
         if self.type == "string":
@@ -266,10 +266,10 @@ class Node:
             return lambda v: float(v) if type(v) is int else v
         if self.type == "string":
             fmt = self.schema.get("format")
-            parse: Callable[[str], Any] | None = {"byte": celrules.decode_bytes,
-                                                  "duration": celrules.parse_go_duration,
-                                                  "date": celrules.parse_timestamp,
-                                                  "date-time": celrules.parse_timestamp}.get(
+            parse: Callable[[str], Any] | None = {"byte": values.decode_bytes,
+                                                  "duration": values.parse_go_duration,
+                                                  "date": values.parse_timestamp,
+                                                  "date-time": values.parse_timestamp}.get(
                 fmt if isinstance(fmt, str) else "")
             if parse is None:
                 return None
@@ -617,7 +617,7 @@ class Node:
             old_value = convert(old) if convert is not None else old
         where = shown(path)
         together_passed = self.together_program is not None and \
-            celrules.run(self.together_program, {"self": self_value}).value is True
+            run(self.together_program, {"self": self_value}).value is True
         for rule in self.rules:
             if together_passed and rule.program is not None and not rule.uses_old_self:
                 continue
@@ -629,7 +629,7 @@ class Node:
             optional = rule.optional_old_self and rule.uses_old_self
             if rule.uses_old_self and old is None and not optional:
                 continue
-            outcome = celrules.run(rule.program, celrules.bindings(self_value, old_value, optional,
+            outcome = run(rule.program, celrules.bindings(self_value, old_value, optional,
                                                                    old is not None))
             if outcome.error is not None:
                 if outcome.error.startswith("no such overload"):
@@ -650,7 +650,7 @@ class Node:
     @staticmethod
     def _rule_message(rule: Rule, self_value: Any, old_value: Any, has_old: bool) -> str:
         if rule.message_program is not None:
-            outcome = celrules.run(rule.message_program, celrules.bindings(self_value, old_value, False, has_old))
+            outcome = run(rule.message_program, celrules.bindings(self_value, old_value, False, has_old))
             text = outcome.value.strip() if isinstance(outcome.value, str) else ""
             if outcome.error is None and text and "\n" not in text and len(text) <= 5 * 1024:
                 return text

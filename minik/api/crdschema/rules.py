@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from minik.api.cel import CompileError
 from minik.api.crdschema import celrules
 from minik.api.crdschema.gofmt import child, duplicate, forbidden, invalid, key, required
 from minik.api.errors import Cause
@@ -70,13 +71,13 @@ def compile_rules(raw: Any, self_type: Any) -> list[Rule]:
         rule.uses_old_self = celrules.uses_old_self(source)
         try:
             rule.program = celrules.compile_rule(source, self_type, rule.optional_old_self and rule.uses_old_self)
-        except celrules.CompileError as exc:
+        except CompileError as exc:
             rule.error = str(exc)
         expression = entry.get("messageExpression")
         if isinstance(expression, str) and expression.strip():
             try:
                 rule.message_program = celrules.compile_message_expression(expression, self_type)
-            except celrules.CompileError as exc:
+            except CompileError as exc:
                 rule.message_error = str(exc)
     return rules
 

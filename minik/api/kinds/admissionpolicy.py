@@ -14,7 +14,7 @@ from minik.api.kinds.admissionregistration import (
     validate_rule,
 )
 from minik.api.kinds.common import Causes, Obj, dict_at, dicts_at, set_default
-from minik.api.matchconditions import compile_problem
+from minik.api.matchconditions import Declarations, compile_problem, compile_variables
 from minik.api.strategy import Strategy
 
 __all__ = ["ValidatingAdmissionPolicyBindingStrategy", "ValidatingAdmissionPolicyStrategy"]
@@ -71,24 +71,28 @@ def validate_match_resources(match: Any, path: str, *, constraints: bool) -> Cau
     return causes
 
 
-def _expression(value: Any, path: str, required_detail: str) -> Causes:
+def _expression(value: Any, path: str, required_detail: str, decls: Declarations, returns: str) -> Causes:
     if not isinstance(value, str) or not value.strip():
         return [v.required(path, required_detail)]
-    problem = compile_problem(value)
+    problem = compile_problem(value, decls, returns)
     return [v.invalid(path, value, problem)] if problem else []
 
 
-def _validate_validation(item: Any, path: str) -> Causes:
+def _validate_validation(item: Any, path: str, decls: Declarations) -> Causes:
+    """One validation: its expression sees what ``decls`` declares, its messageExpression the same but the
+    authorizer (as Kubernetes compiles them)."""
     if not isinstance(item, dict):
         return [v.type_invalid(path, item, "must be an object")]
-    causes = _expression(item.get("expression"), v.child(path, "expression"), "expression is not specified")
+    causes = _expression(item.get("expression"), v.child(path, "expression"), "expression is not specified", decls,
+                         "bool")
     message_expression = item.get("messageExpression")
     if isinstance(message_expression, str) and message_expression:
         if not message_expression.strip():
             causes.append(v.invalid(v.child(path, "messageExpression"), message_expression,
                                     "must be non-empty if specified"))
         else:
-            causes += _expression(message_expression, v.child(path, "messageExpression"), "")
+            causes += _expression(message_expression, v.child(path, "messageExpression"), "",
+                                  decls.for_messages(), "string")
     message = item.get("message")
     if isinstance(message, str) and message:
         if not message.strip():
@@ -133,21 +137,28 @@ class ValidatingAdmissionPolicyStrategy(Strategy):
         if spec.get("paramKind") is not None:
             causes += _validate_param_kind(spec["paramKind"], "spec.paramKind")
         causes += validate_match_resources(spec.get("matchConstraints"), "spec.matchConstraints", constraints=True)
-        causes += validate_match_conditions(spec.get("matchConditions"), "spec.matchConditions")
-        for i, variable in enumerate(dicts_at(spec, "variables")):
+        decls = Declarations(params=spec.get("paramKind") is not None)
+        causes += validate_match_conditions(spec.get("matchConditions"), "spec.matchConditions", decls)
+        variables = dicts_at(spec, "variables")
+        compiled, decls = compile_variables(variables, decls)  # each variable sees those before it
+        for i, (variable, condition) in enumerate(zip(variables, compiled)):
             at = v.index("spec.variables", i)
             name = variable.get("name")
             if not isinstance(name, str) or not name.strip():
                 causes.append(v.required(v.child(at, "name"), "name is not specified"))
             elif not name.isidentifier():
                 causes.append(v.invalid(v.child(at, "name"), name, "name is not a valid CEL identifier"))
-            causes += _expression(variable.get("expression"), v.child(at, "expression"), "expression is not specified")
+            expression = variable.get("expression")
+            if not isinstance(expression, str) or not expression.strip():
+                causes.append(v.required(v.child(at, "expression"), "expression is not specified"))
+            elif condition.problem:
+                causes.append(v.invalid(v.child(at, "expression"), expression, condition.problem))
         validations = spec.get("validations") or []
         if not validations and not spec.get("auditAnnotations"):
             detail = "validations or auditAnnotations must contain at least one item"
             causes += [v.required("spec.validations", detail), v.required("spec.auditAnnotations", detail)]
         for i, item in enumerate(validations if isinstance(validations, list) else []):
-            causes += _validate_validation(item, v.index("spec.validations", i))
+            causes += _validate_validation(item, v.index("spec.validations", i), decls)
         return causes
 
     def spec_of(self, obj: Obj) -> Obj:

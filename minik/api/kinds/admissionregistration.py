@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 from minik.api import validation as v
 from minik.api.errors import Cause
 from minik.api.kinds.common import Causes, Obj, dicts_at, set_default
-from minik.api.matchconditions import compile_problem
+from minik.api.matchconditions import WEBHOOK, Declarations, compile_problem
 from minik.api.strategy import Strategy
 
 __all__ = ["ADMISSION_GROUP", "EXEMPT_RESOURCES", "MutatingWebhookConfigurationStrategy",
@@ -217,7 +217,8 @@ def validate_client_config(config: Any, path: str) -> Causes:
     return validate_service(service, v.child(path, "service"))
 
 
-def validate_match_conditions(conditions: Any, path: str) -> Causes:
+def validate_match_conditions(conditions: Any, path: str, decls: Declarations = WEBHOOK) -> Causes:
+    """A webhook's or a policy's matchConditions (``decls``: what their expressions may read)."""
     if conditions is None:
         return []
     if not isinstance(conditions, list):
@@ -236,7 +237,7 @@ def validate_match_conditions(conditions: Any, path: str) -> Causes:
         if not isinstance(expression, str) or not expression.strip():
             causes.append(v.required(v.child(at, "expression")))
         else:
-            problem = compile_problem(expression.strip())
+            problem = compile_problem(expression.strip(), decls)
             if problem:
                 causes.append(v.invalid(v.child(at, "expression"), expression.strip(), problem))
         name = condition.get("name")

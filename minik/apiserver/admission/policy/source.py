@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from minik.api.matchconditions import Condition, compile_conditions, compile_one
+from minik.api.matchconditions import Condition, Declarations, compile_conditions, compile_one, compile_variables
 from minik.api.selectors import LabelSelector, selector_from_dict
 from minik.store import Event, EventType, Record, Store
 from minik.store.follower import Follower
@@ -77,20 +77,21 @@ def parse_policy(raw: bytes) -> Policy:
     spec = obj.get("spec") or {}
     kind = spec.get("paramKind")
     param_kind = (str(kind.get("apiVersion") or ""), str(kind.get("kind") or "")) if isinstance(kind, dict) else None
+    base = Declarations(params=param_kind is not None)
+    variables, decls = compile_variables(spec.get("variables"), base)
     validations = []
     for item in spec.get("validations") or []:
         if not isinstance(item, dict):
             continue
         message_expression = item.get("messageExpression")
         validations.append(Validation(
-            compile_one("", str(item.get("expression") or "")), str(item.get("message") or ""),
-            compile_one("", message_expression) if isinstance(message_expression, str) and message_expression.strip()
-            else None, str(item.get("reason") or "")))
-    variables = tuple(compile_one(str(v.get("name") or ""), str(v.get("expression") or ""))
-                      for v in spec.get("variables") or [] if isinstance(v, dict))
+            compile_one("", str(item.get("expression") or ""), decls), str(item.get("message") or ""),
+            compile_one("", message_expression, decls.for_messages(), "string")
+            if isinstance(message_expression, str) and message_expression.strip() else None,
+            str(item.get("reason") or "")))
     return Policy(str((obj.get("metadata") or {}).get("name") or ""), str(spec.get("failurePolicy") or "Fail"),
                   param_kind, _match_resources(spec.get("matchConstraints")),
-                  compile_conditions(spec.get("matchConditions")), variables, tuple(validations))
+                  compile_conditions(spec.get("matchConditions"), base), variables, tuple(validations))
 
 
 def parse_binding(raw: bytes) -> Binding:

@@ -27,6 +27,7 @@ from minik.apiserver.admission.webhook.review import (
     review_body,
     review_version,
 )
+from minik.apiserver.auth.serviceaccounts import service_account_user
 from minik.apiserver.authorization import AuthzAttributes, Decision
 from minik.apiserver.request import User
 from minik.apiserver.warnings import add_warning
@@ -96,7 +97,8 @@ class WebhookCaller:
 
 
 def authorizer_for(authorize: Authorize | None, user: User) -> matchconditions.Authorize | None:
-    """What CEL's ``authorizer`` asks, answered by the API server's authorizer for the requesting user."""
+    """What CEL's ``authorizer`` asks, answered by the API server's authorizer for the requesting user (or the
+    service account of ``authorizer.serviceAccount(namespace, name)``)."""
     if authorize is None:
         return None
 
@@ -106,7 +108,8 @@ def authorizer_for(authorize: Authorize | None, user: User) -> matchconditions.A
         else:
             attrs = AuthzAttributes(check.verb, check.group, check.resource, check.subresource, check.namespace,
                                     check.name)
-        decision, reason = await authorize(user, attrs)
+        who = user if check.service_account is None else service_account_user(*check.service_account)
+        decision, reason = await authorize(who, attrs)
         return decision is Decision.ALLOW, reason
 
     return ask
