@@ -72,4 +72,7 @@ REGISTRY = Registry([
                  "selfsubjectrulesreview", False, kinds.ClusterReviewStrategy(), verbs=_ASK),
     ResourceType("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews", "subjectaccessreview",
                  False, kinds.ClusterReviewStrategy(), verbs=_ASK),
+    # -- issue 20's general-purpose kinds (appended: other branches add entries above)
+    ResourceType("", "v1", "LimitRange", "limitranges", "limitrange", True, kinds.LimitRangeStrategy(),
+                 short_names=("limits",)),
 ])

@@ -744,6 +744,8 @@ _PRINTERS: dict[str, Printer] = {
     "ClusterRole": Printer(_role_columns, _role_cells),
     "RoleBinding": Printer(_binding_columns, _binding_cells),
     "ClusterRoleBinding": Printer(_binding_columns, _binding_cells),
+    # issue 20's kinds
+    "LimitRange": Printer(_role_columns, _role_cells),
 }
 _DEFAULT = Printer(_default_columns, _default_cells)
 

@@ -25,7 +25,7 @@ def test_every_kind_is_registered_with_the_short_names_kubectl_shows() -> None:
         "daemonsets": ("ds",), "statefulsets": ("sts",), "jobs": (), "cronjobs": ("cj",), "leases": (),
         "priorityclasses": ("pc",), "roles": (), "clusterroles": (), "rolebindings": (), "clusterrolebindings": (),
         "tokenreviews": (), "selfsubjectreviews": (), "subjectaccessreviews": (), "selfsubjectaccessreviews": (),
-        "localsubjectaccessreviews": (), "selfsubjectrulesreviews": (),
+        "localsubjectaccessreviews": (), "selfsubjectrulesreviews": (), "limitranges": ("limits",),
     }
     assert REGISTRY.resolve("deploy") is resource("deployments")
     assert REGISTRY.resolve("pc") is resource("priorityclasses")

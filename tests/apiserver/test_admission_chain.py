@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 def test_the_chain_runs_in_kubernetes_order(cluster: Cluster) -> None:
     assert cluster.api is not None
     names = [plugin.name for plugin in default_plugins(cluster.api.reader)]
-    assert names == ["NamespaceLifecycle", "NodeRestriction", "Priority", "DefaultTolerationSeconds",
+    assert names == ["NamespaceLifecycle", "LimitRanger", "NodeRestriction", "Priority", "DefaultTolerationSeconds",
                      "ServiceAccount", "PodSecurity"]
 
 

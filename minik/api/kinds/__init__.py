@@ -29,3 +29,8 @@ __all__ = [
     "RoleBindingStrategy", "RoleStrategy", "SecretStrategy", "ServiceAccountStrategy", "ServiceStrategy",
     "StatefulSetStrategy",
 ]
+
+# issue 20's general-purpose kinds (kept apart, so that other branches' additions above merge cleanly)
+from minik.api.kinds.limitrange import LimitRangeStrategy  # noqa: E402
+
+__all__ += ["LimitRangeStrategy"]

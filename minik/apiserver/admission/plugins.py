@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from minik.apiserver.admission.base import AdmissionPlugin, ObjectReader
 from minik.apiserver.admission.default_tolerations import DefaultTolerationSeconds
+from minik.apiserver.admission.limit_ranger import LimitRanger
 from minik.apiserver.admission.namespace_lifecycle import NamespaceLifecycle
 from minik.apiserver.admission.node_restriction import NodeRestriction
 from minik.apiserver.admission.pod_security import PodSecurity
@@ -16,5 +17,5 @@ from minik.apiserver.admission.service_account import ServiceAccount
 
 def default_plugins(reader: ObjectReader) -> list[AdmissionPlugin]:
     """The chain in Kubernetes' order (defaulting runs in the kind's strategy before it)."""
-    return [NamespaceLifecycle(reader), NodeRestriction(), Priority(reader), DefaultTolerationSeconds(),
-            ServiceAccount(reader), PodSecurity(reader)]
+    return [NamespaceLifecycle(reader), LimitRanger(reader), NodeRestriction(), Priority(reader),
+            DefaultTolerationSeconds(), ServiceAccount(reader), PodSecurity(reader)]
