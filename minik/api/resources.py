@@ -75,4 +75,6 @@ REGISTRY = Registry([
     # -- issue 20's general-purpose kinds (appended: other branches add entries above)
     ResourceType("", "v1", "LimitRange", "limitranges", "limitrange", True, kinds.LimitRangeStrategy(),
                  short_names=("limits",)),
+    ResourceType("", "v1", "ResourceQuota", "resourcequotas", "resourcequota", True, kinds.ResourceQuotaStrategy(),
+                 short_names=("quota",), subresources=_STATUS),
 ])

@@ -14,6 +14,7 @@ from typing import Any
 
 from minik.api import schema
 from minik.api.durations import human_duration
+from minik.api.quantity import canonical_quantity
 from minik.api.timestamps import parse_time
 
 Obj = dict[str, Any]
@@ -712,6 +713,33 @@ def _binding_cells(binding: Obj, now: float) -> Cells:
             since(meta.get("creationTimestamp"), now), named("User"), named("Group"), accounts]
 
 
+def _quota_columns() -> list[Column]:
+    return [name_col(), age_col(),
+            col("Request", description="Request represents a minimum amount of cpu/memory that a container may "
+                                       "consume."),
+            col("Limit", description="Limits control the maximum amount of cpu/memory that a container may use "
+                                     "independent of contention on the node.")]
+
+
+def _quota_cells(quota: Obj, now: float) -> Cells:
+    """``pods: 1/2, requests.cpu: 500m/1`` (used/hard, sorted by name), limits.* in the Limit column."""
+    meta = _dict(quota.get("metadata"))
+    used, hard = _dict(_d(quota, "status", "used")), _dict(_d(quota, "status", "hard"))
+    requests: list[str] = []
+    limits: list[str] = []
+    for name in sorted(_dict(_d(quota, "spec", "hard"))):
+        column = limits if name.split(".")[0] == "limits" and "." in name else requests
+        column.append(f"{name}: {_quantity(used.get(name))}/{_quantity(hard.get(name))}")
+    return [meta.get("name", ""), since(meta.get("creationTimestamp"), now), ", ".join(requests), ", ".join(limits)]
+
+
+def _quantity(value: Any) -> str:
+    try:
+        return canonical_quantity(value) if value is not None else "0"
+    except ValueError:
+        return str(value)
+
+
 def _default_columns() -> list[Column]:
     return [name_col(), age_col()]
 
@@ -746,6 +774,7 @@ _PRINTERS: dict[str, Printer] = {
     "ClusterRoleBinding": Printer(_binding_columns, _binding_cells),
     # issue 20's kinds
     "LimitRange": Printer(_role_columns, _role_cells),
+    "ResourceQuota": Printer(_quota_columns, _quota_cells),
 }
 _DEFAULT = Printer(_default_columns, _default_cells)
 

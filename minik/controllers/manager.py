@@ -68,6 +68,10 @@ class ControllerSettings:
     pod_gc_quarantine_seconds: float = 40.0
     """How long a node must be missing before its pods count as orphans (40 s in Kubernetes)."""
 
+    resource_quota_sync_seconds: float = 300.0
+    """How often every ResourceQuota's status.used is recounted besides the changes that trigger it
+    (kube-controller-manager's --resource-quota-sync-period)."""
+
     root_ca: bytes | None = None
     """The cluster CA's PEM, which the root CA publisher puts in every namespace as ``kube-root-ca.crt`` (`minik
     up` passes its own; `minik controllers` the kubeconfig's certificate-authority-data). None: nothing is
@@ -182,6 +186,13 @@ def _endpoints(client: Client, factory: InformerFactory, s: ControllerSettings, 
     return EndpointsController(client, factory, s.workers, s.clock, r)
 
 
+def _resourcequota(client: Client, factory: InformerFactory, s: ControllerSettings,
+                   r: Recorder | None) -> Controller:
+    from minik.controllers.resourcequota import ResourceQuotaController
+    return ResourceQuotaController(client, factory, s.workers, s.clock, r,
+                                   resync_seconds=s.resource_quota_sync_seconds)
+
+
 #: controller name -> factory (Kubernetes' names, as kube-controller-manager --controllers takes them)
 CONTROLLERS: dict[str, ControllerFactory] = {
     "replicaset": _replicaset,
@@ -202,6 +213,7 @@ CONTROLLERS: dict[str, ControllerFactory] = {
     "serviceaccount": _serviceaccount,
     "root-ca-cert-publisher": _root_ca_cert_publisher,
     "clusterrole-aggregation": _clusterrole_aggregation,
+    "resourcequota": _resourcequota,
 }
 
 

@@ -32,5 +32,6 @@ __all__ = [
 
 # issue 20's general-purpose kinds (kept apart, so that other branches' additions above merge cleanly)
 from minik.api.kinds.limitrange import LimitRangeStrategy  # noqa: E402
+from minik.api.kinds.resourcequota import ResourceQuotaStrategy  # noqa: E402
 
-__all__ += ["LimitRangeStrategy"]
+__all__ += ["LimitRangeStrategy", "ResourceQuotaStrategy"]

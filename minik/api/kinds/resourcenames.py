@@ -63,6 +63,10 @@ def overcommit_allowed(name: str) -> bool:
     return is_native(name) and not is_hugepages(name)
 
 
+def is_standard_quota_name(name: str) -> bool:
+    return name in QUOTA_RESOURCES or is_quota_hugepages(name)
+
+
 def validate_resource_name(name: str, path: str) -> Causes:
     """A qualified name; without a domain, a standard resource."""
     causes = [v.invalid(path, name, m) for m in v.is_qualified_name(name)]
@@ -86,7 +90,7 @@ def validate_container_resource_name(name: str, path: str) -> Causes:
 
 def validate_quota_resource_name(name: str, path: str) -> Causes:
     causes = validate_resource_name(name, path)
-    if "/" not in name and name not in QUOTA_RESOURCES and not is_quota_hugepages(name):
+    if "/" not in name and not is_standard_quota_name(name):
         return causes + [v.invalid(path, name, "must be a standard resource for quota")]
     return causes
 

@@ -293,6 +293,10 @@ def controller_roles() -> dict[str, tuple[str, list[Obj]]]:
             rule(("create", "update"), ("",), ("configmaps",)), events()]),
         "clusterrole-aggregation": ("clusterrole-aggregation-controller", [
             rule(("escalate", "get", "list", "patch", "update", "watch"), (RBAC_GROUP,), ("clusterroles",))]),
+        "resourcequota": ("resourcequota-controller", [
+            # it counts anything a quota can name, so it reads everything
+            rule(("list", "watch"), ("*",), ("*",)),
+            rule(("update",), ("",), ("resourcequotas/status",)), events()]),
         # minik's own: Kubernetes expires Events with etcd leases, minik with a controller
         "event-ttl": ("event-ttl-controller", [rule(("delete", "list", "watch"), ("",), ("events",))]),
     }
