@@ -77,4 +77,5 @@ REGISTRY = Registry([
                  short_names=("limits",)),
     ResourceType("", "v1", "ResourceQuota", "resourcequotas", "resourcequota", True, kinds.ResourceQuotaStrategy(),
                  short_names=("quota",), subresources=_STATUS),
+    ResourceType("", "v1", "PodTemplate", "podtemplates", "podtemplate", True, kinds.PodTemplateStrategy()),
 ])

@@ -713,6 +713,19 @@ def _binding_cells(binding: Obj, now: float) -> Cells:
             since(meta.get("creationTimestamp"), now), named("User"), named("Group"), accounts]
 
 
+def _podtemplate_columns() -> list[Column]:
+    return [name_col(),
+            col("Containers", description="Names of each container in the template."),
+            col("Images", description="Images referenced by each container in the template."),
+            col("Pod Labels", description="The labels for the pod template.")]
+
+
+def _podtemplate_cells(template: Obj, now: float) -> Cells:
+    meta = _dict(template.get("metadata"))
+    return [meta.get("name", ""), *container_cells(_d(template, "template", "spec")),
+            format_labels(_d(template, "template", "metadata", "labels"))]
+
+
 def _quota_columns() -> list[Column]:
     return [name_col(), age_col(),
             col("Request", description="Request represents a minimum amount of cpu/memory that a container may "
@@ -775,6 +788,7 @@ _PRINTERS: dict[str, Printer] = {
     # issue 20's kinds
     "LimitRange": Printer(_role_columns, _role_cells),
     "ResourceQuota": Printer(_quota_columns, _quota_cells),
+    "PodTemplate": Printer(_podtemplate_columns, _podtemplate_cells),
 }
 _DEFAULT = Printer(_default_columns, _default_cells)
 

@@ -26,7 +26,7 @@ def test_every_kind_is_registered_with_the_short_names_kubectl_shows() -> None:
         "priorityclasses": ("pc",), "roles": (), "clusterroles": (), "rolebindings": (), "clusterrolebindings": (),
         "tokenreviews": (), "selfsubjectreviews": (), "subjectaccessreviews": (), "selfsubjectaccessreviews": (),
         "localsubjectaccessreviews": (), "selfsubjectrulesreviews": (), "limitranges": ("limits",),
-        "resourcequotas": ("quota",),
+        "resourcequotas": ("quota",), "podtemplates": (),
     }
     assert REGISTRY.resolve("deploy") is resource("deployments")
     assert REGISTRY.resolve("pc") is resource("priorityclasses")
