@@ -53,7 +53,7 @@ CORE_TYPES = {"PersistentVolumeClaim", "PersistentVolumeClaimStatus", "Persisten
               "ModifyVolumeStatus"}
 
 #: model classes whose name is not ``V1`` + kind
-MODEL_NAMES = {("", "Event"): "CoreV1Event"}
+MODEL_NAMES = {("", "Event"): "CoreV1Event", ("events.k8s.io", "Event"): "EventsV1Event"}
 
 #: the Go width of integer fields that minik/api/protobuf_fields.json does not have: meta types that never travel
 #: as protobuf, and fields newer than the release it was generated from (user IDs are int64 as runAsUser is)

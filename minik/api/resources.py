@@ -78,4 +78,7 @@ REGISTRY = Registry([
     ResourceType("", "v1", "ResourceQuota", "resourcequotas", "resourcequota", True, kinds.ResourceQuotaStrategy(),
                  short_names=("quota",), subresources=_STATUS),
     ResourceType("", "v1", "PodTemplate", "podtemplates", "podtemplate", True, kinds.PodTemplateStrategy()),
+    # events.k8s.io/v1: the core/v1 events, converted (served by minik.apiserver.eventsview)
+    kinds.SharedStorageType("events.k8s.io", "v1", "Event", "events", "event", True, kinds.EventsV1Strategy(),
+                            short_names=("ev",), storage_group="", storage_plural="events"),
 ])

@@ -607,24 +607,33 @@ def _event_columns() -> list[Column]:
 
 
 def _event_cells(ev: Obj, now: float) -> Cells:
+    """kubectl's printEvent, for core/v1 Events and their events.k8s.io/v1 view alike (which names the same
+    fields note, regarding, deprecatedSource...)."""
     meta = _dict(ev.get("metadata"))
-    first = since(ev.get("firstTimestamp"), now) if ev.get("firstTimestamp") else since(ev.get("eventTime"), now)
-    last = since(ev.get("lastTimestamp"), now) if ev.get("lastTimestamp") else first
-    count = _int(ev.get("count"))
+
+    def field(core: str, view: str) -> Any:
+        value = ev.get(core)
+        return value if value is not None else ev.get(view)
+
+    first_at, last_at = field("firstTimestamp", "deprecatedFirstTimestamp"), field("lastTimestamp",
+                                                                                   "deprecatedLastTimestamp")
+    first = since(first_at, now) if first_at else since(ev.get("eventTime"), now)
+    last = since(last_at, now) if last_at else first
+    count = _int(field("count", "deprecatedCount"))
     series = ev.get("series")
     if isinstance(series, dict):
         last = since(series.get("lastObservedTime"), now)
         count = _int(series.get("count"))
     elif count == 0:
         count = 1
-    involved = _dict(ev.get("involvedObject"))
+    involved = _dict(field("involvedObject", "regarding"))
     kind = _str(involved.get("kind")).lower()
     target = f"{kind}/{involved['name']}" if involved.get("name") else kind
-    source = _dict(ev.get("source"))
-    component = _str(source.get("component")) or _str(ev.get("reportingComponent"))
+    source = _dict(field("source", "deprecatedSource"))
+    component = _str(source.get("component")) or _str(field("reportingComponent", "reportingController"))
     host = _str(source.get("host")) or _str(ev.get("reportingInstance"))
     return [last, _str(ev.get("type")), _str(ev.get("reason")), target, _str(involved.get("fieldPath")),
-            f"{component}, {host}" if host else component, _str(ev.get("message")).strip(), first, count,
+            f"{component}, {host}" if host else component, _str(field("message", "note")).strip(), first, count,
             meta.get("name", "")]
 
 

@@ -145,6 +145,15 @@ class ApiServer:
         self.routes: dict[tuple[str, str, str | None], Routes] = {}
         self._every_resource = self._routes_of_every_resource()
         self.lanes = Lanes(self.settings.limits)
+        self._serve_events_view()
+
+    def _serve_events_view(self) -> None:
+        """events.k8s.io/v1 Events are the core/v1 ones, converted (minik.apiserver.eventsview)."""
+        from minik.apiserver.eventsview import EventsView  # it builds on this module's helpers
+
+        view, core = self.registry.get("events.k8s.io", "v1", "events"), self.registry.get("", "v1", "events")
+        if view is not None and core is not None:
+            EventsView(self, view, core).route()
 
     def _discovery_documents(self) -> dict[str, bytes]:
         docs: dict[str, Any] = {

@@ -13,3 +13,27 @@ async def test_pod_templates_list_with_containers_images_and_pod_labels(kubectl)
     await kubectl("apply", "-f", kubectl.manifest("template.yaml", TEMPLATE))
     listed = await kubectl("get", "podtemplates")
     assert listed.rows == [["NAME", "CONTAINERS", "IMAGES", "POD LABELS"], ["web", "app", "nginx:1.27", "app=web"]]
+
+
+def _event(name: str) -> dict:
+    return {"metadata": {"name": name}, "involvedObject": {"kind": "Pod", "name": "web", "namespace": "default",
+                                                           "apiVersion": "v1"},
+            "reason": "Pulled", "message": "pulled the image", "type": "Normal", "count": 1,
+            "firstTimestamp": "2025-01-01T00:00:00Z", "lastTimestamp": "2025-01-01T00:00:00Z",
+            "source": {"component": "kubelet", "host": "node-1"}}
+
+
+async def test_kubectl_events_and_the_events_k8s_io_view_show_the_same_event(http, kubectl) -> None:
+    status, _ = await http.post("/api/v1/namespaces/default/events", _event("pulled"))
+    assert status == 201
+    shown = await kubectl("events")
+    assert shown.rows[0] == ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    assert shown.rows[1][1:] == ["Normal", "Pulled", "Pod/web", "pulled the image"]  # kubectl prints these itself
+    for_pod = await kubectl("events", "--for", "pod/web")
+    assert [row[2] for row in for_pod.rows[1:]] == ["Pulled"]
+    viewed = await kubectl("get", "events.v1.events.k8s.io")
+    assert viewed.rows[0] == ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    assert viewed.rows[1][1:] == ["Normal", "Pulled", "pod/web", "pulled the image"]
+    as_yaml = await kubectl("get", "events.events.k8s.io", "pulled", "-o", "jsonpath={.apiVersion} {.note}")
+    assert as_yaml.out == "events.k8s.io/v1 pulled the image"
+
