@@ -81,4 +81,7 @@ REGISTRY = Registry([
     # events.k8s.io/v1: the core/v1 events, converted (served by minik.apiserver.eventsview)
     kinds.SharedStorageType("events.k8s.io", "v1", "Event", "events", "event", True, kinds.EventsV1Strategy(),
                             short_names=("ev",), storage_group="", storage_plural="events"),
+    # node.k8s.io/v1
+    ResourceType("node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", "runtimeclass", False,
+                 kinds.RuntimeClassStrategy()),
 ])

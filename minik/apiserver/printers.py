@@ -735,6 +735,15 @@ def _podtemplate_cells(template: Obj, now: float) -> Cells:
             format_labels(_d(template, "template", "metadata", "labels"))]
 
 
+def _runtimeclass_columns() -> list[Column]:
+    return [name_col(), col("Handler", description=doc("io.k8s.api.node.v1.RuntimeClass", "handler")), age_col()]
+
+
+def _runtimeclass_cells(rc: Obj, now: float) -> Cells:
+    meta = _dict(rc.get("metadata"))
+    return [meta.get("name", ""), _str(rc.get("handler")), since(meta.get("creationTimestamp"), now)]
+
+
 def _quota_columns() -> list[Column]:
     return [name_col(), age_col(),
             col("Request", description="Request represents a minimum amount of cpu/memory that a container may "
@@ -798,6 +807,7 @@ _PRINTERS: dict[str, Printer] = {
     "LimitRange": Printer(_role_columns, _role_cells),
     "ResourceQuota": Printer(_quota_columns, _quota_cells),
     "PodTemplate": Printer(_podtemplate_columns, _podtemplate_cells),
+    "RuntimeClass": Printer(_runtimeclass_columns, _runtimeclass_cells),
 }
 _DEFAULT = Printer(_default_columns, _default_cells)
 

@@ -26,7 +26,7 @@ def test_every_kind_is_registered_with_the_short_names_kubectl_shows() -> None:
         "priorityclasses": ("pc",), "roles": (), "clusterroles": (), "rolebindings": (), "clusterrolebindings": (),
         "tokenreviews": (), "selfsubjectreviews": (), "subjectaccessreviews": (), "selfsubjectaccessreviews": (),
         "localsubjectaccessreviews": (), "selfsubjectrulesreviews": (), "limitranges": ("limits",),
-        "resourcequotas": ("quota",), "podtemplates": (),
+        "resourcequotas": ("quota",), "podtemplates": (), "runtimeclasses": (),
     }
     assert REGISTRY.resolve("deploy") is resource("deployments")
     assert REGISTRY.resolve("pc") is resource("priorityclasses")
@@ -61,7 +61,7 @@ def test_each_strategy_knows_the_scope_the_registry_declares() -> None:
         assert t.strategy.namespace_scoped == t.namespaced, t.plural
     assert {t.plural for t in REGISTRY.types if not t.namespaced} == {
         "namespaces", "nodes", "priorityclasses", "clusterroles", "clusterrolebindings", "tokenreviews",
-        "selfsubjectreviews", "subjectaccessreviews", "selfsubjectaccessreviews", "selfsubjectrulesreviews"}
+        "selfsubjectreviews", "subjectaccessreviews", "selfsubjectaccessreviews", "selfsubjectrulesreviews", "runtimeclasses"}
 
 
 @pytest.mark.parametrize("plural, extra", [

@@ -37,3 +37,12 @@ async def test_kubectl_events_and_the_events_k8s_io_view_show_the_same_event(htt
     as_yaml = await kubectl("get", "events.events.k8s.io", "pulled", "-o", "jsonpath={.apiVersion} {.note}")
     assert as_yaml.out == "events.k8s.io/v1 pulled the image"
 
+
+async def test_runtime_classes_list_with_their_handler(kubectl) -> None:
+    await kubectl("apply", "-f", kubectl.manifest("rc.yaml", {
+        "apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "gvisor"}, "handler": "runsc"}))
+    listed = await kubectl("get", "runtimeclasses")
+    assert listed.rows[0] == ["NAME", "HANDLER", "AGE"] and listed.rows[1][:2] == ["gvisor", "runsc"]
+    refused = await kubectl("run", "x", "--image=busybox", "--overrides", '{"spec":{"runtimeClassName":"kata"}}',
+                            ok=False)
+    assert 'pods "x" is forbidden: pod rejected: RuntimeClass "kata" not found' in refused.err

@@ -13,12 +13,13 @@ from minik.apiserver.admission.node_restriction import NodeRestriction
 from minik.apiserver.admission.pod_security import PodSecurity
 from minik.apiserver.admission.priority import Priority
 from minik.apiserver.admission.resource_quota import ResourceQuotaAdmission
+from minik.apiserver.admission.runtime_class import RuntimeClass
 from minik.apiserver.admission.service_account import ServiceAccount
 
 
 def default_plugins(reader: ObjectReader) -> list[AdmissionPlugin]:
     """The chain in Kubernetes' order (defaulting runs in the kind's strategy before it)."""
     return [NamespaceLifecycle(reader), LimitRanger(reader), NodeRestriction(), Priority(reader),
-            DefaultTolerationSeconds(), ServiceAccount(reader), PodSecurity(reader),
+            DefaultTolerationSeconds(), ServiceAccount(reader), PodSecurity(reader), RuntimeClass(reader),
             # last, as in Kubernetes: it charges what every other plugin let through
             ResourceQuotaAdmission(reader)]
