@@ -74,6 +74,9 @@ INT_WIDTHS = {
     ("io.k8s.api.core.v1.SecretVolumeSource", "defaultUser"): "int64",
     ("io.k8s.api.core.v1.ServiceAccountTokenProjection", "user"): "int64",
 }
+#: groups whose Go types live outside k8s.io/api (Kubernetes names their schemas after the Go package)
+GROUP_PACKAGES = {"apiextensions.k8s.io": "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions",
+                  "apiregistration.k8s.io": "io.k8s.kube-aggregator.pkg.apis.apiregistration"}
 PROTOBUF_FIELDS = ROOT / "minik" / "api" / "protobuf_fields.json"
 
 _PREFIX = re.compile(r"^(?:[A-Z][a-z]+)?V\d+(?:(?:alpha|beta)\d+)?(?=[A-Z])")
@@ -82,6 +85,8 @@ _PRIMITIVES = {"str": "string", "int": "integer", "float": "number", "bool": "bo
 
 
 def package(group: str, version: str) -> str:
+    if group in GROUP_PACKAGES:
+        return f"{GROUP_PACKAGES[group]}.{version}"
     short = (group or "core").split(".")[0]
     return f"io.k8s.api.{short}.{version}"
 
@@ -191,6 +196,7 @@ def go_integer_types() -> dict[tuple[str, str], str]:
     out: dict[tuple[str, str], str] = {}
     for message, fields in document["messages"].items():
         type_name = "io." + message.replace("k8s.io.", "k8s.", 1) if message.startswith("k8s.io.") else message
+        type_name = type_name.replace(".kube_aggregator.", ".kube-aggregator.")  # Go's package path, OpenAPI's name
         for json_name, go_type, _shape in fields.values():
             if go_type in ("int32", "int64"):
                 out[(type_name, json_name)] = go_type

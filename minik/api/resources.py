@@ -84,4 +84,7 @@ REGISTRY = Registry([
     # node.k8s.io/v1
     ResourceType("node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", "runtimeclass", False,
                  kinds.RuntimeClassStrategy()),
+    # apiregistration.k8s.io/v1: the local APIServices follow the registry (minik.apiserver.apiservices)
+    ResourceType("apiregistration.k8s.io", "v1", "APIService", "apiservices", "apiservice", False,
+                 kinds.APIServiceStrategy(), categories=("api-extensions",), subresources=_STATUS),
 ])

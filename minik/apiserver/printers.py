@@ -744,6 +744,25 @@ def _runtimeclass_cells(rc: Obj, now: float) -> Cells:
     return [meta.get("name", ""), _str(rc.get("handler")), since(meta.get("creationTimestamp"), now)]
 
 
+def _apiservice_columns() -> list[Column]:
+    spec = "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIServiceSpec"
+    return [name_col(), col("Service", description=doc(spec, "service")),
+            col("Available", description="Whether this service is available."), age_col()]
+
+
+def _apiservice_cells(api: Obj, now: float) -> Cells:
+    """kubectl's printAPIService: Local without a service; True, or the condition's status and reason."""
+    meta = _dict(api.get("metadata"))
+    service = _d(api, "spec", "service")
+    where = f"{_str(_d(service, 'namespace'))}/{_str(_d(service, 'name'))}" if isinstance(service, dict) else "Local"
+    available = "Unknown"
+    for condition in _list(_d(api, "status", "conditions")):
+        if isinstance(condition, dict) and condition.get("type") == "Available":
+            status, reason = _str(condition.get("status")), _str(condition.get("reason"))
+            available = f"{status} ({reason})" if status != "True" and reason else status
+    return [meta.get("name", ""), where, available, since(meta.get("creationTimestamp"), now)]
+
+
 def _quota_columns() -> list[Column]:
     return [name_col(), age_col(),
             col("Request", description="Request represents a minimum amount of cpu/memory that a container may "
@@ -808,6 +827,7 @@ _PRINTERS: dict[str, Printer] = {
     "ResourceQuota": Printer(_quota_columns, _quota_cells),
     "PodTemplate": Printer(_podtemplate_columns, _podtemplate_cells),
     "RuntimeClass": Printer(_runtimeclass_columns, _runtimeclass_cells),
+    "APIService": Printer(_apiservice_columns, _apiservice_cells),
 }
 _DEFAULT = Printer(_default_columns, _default_cells)
 

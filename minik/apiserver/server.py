@@ -31,6 +31,8 @@ from minik.apiserver import codec, discovery, scale, tables, warnings
 from minik.apiserver.admission import Admission, AdmissionPlugin, Authenticator, ObjectReader, default_plugins
 from minik.apiserver.admission.priority import system_priority_classes
 from minik.apiserver.admission.service_account import DEFAULT_SERVICE_ACCOUNT
+from minik.apiserver.apiservices import GROUP as APISERVICES_GROUP
+from minik.apiserver.apiservices import LocalAPIServices
 from minik.apiserver.apply import Applier, FieldManager
 from minik.apiserver.authorization import Authorizer, AuthzAttributes, Decision
 from minik.apiserver.eviction import evict
@@ -135,6 +137,9 @@ class ApiServer:
         self.services = ServiceAllocations(store, self.settings.service_cidr, self.settings.node_port_range)
         self.rests[("", "v1", "services")].hooks = self.services
         self.pod_proxy = PodProxy(self.reader, self.settings.kubelet_tls)
+        #: keeps the local APIServices in step with the registry (set at bootstrap); whoever changes the registry
+        #: at run time calls its ``sync`` after each change
+        self.apiservices: LocalAPIServices | None = None
         self.ready = False
         self._static = self._discovery_documents()
         self.openapi = OpenApi(registry)
@@ -196,6 +201,10 @@ class ApiServer:
                 except StatusError as exc:
                     if exc.reason != "AlreadyExists":
                         raise
+        apiservices = self.rests.get((APISERVICES_GROUP, "v1", "apiservices"))
+        if apiservices is not None:
+            self.apiservices = LocalAPIServices(apiservices, self.registry, admin)
+            await self.apiservices.sync()
         services = self.rests[("", "v1", "services")]
         listed = await self.store.list(services.resource.prefix())
         await self.services.repair([record.object() for record in listed.items])

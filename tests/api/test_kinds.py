@@ -26,7 +26,7 @@ def test_every_kind_is_registered_with_the_short_names_kubectl_shows() -> None:
         "priorityclasses": ("pc",), "roles": (), "clusterroles": (), "rolebindings": (), "clusterrolebindings": (),
         "tokenreviews": (), "selfsubjectreviews": (), "subjectaccessreviews": (), "selfsubjectaccessreviews": (),
         "localsubjectaccessreviews": (), "selfsubjectrulesreviews": (), "limitranges": ("limits",),
-        "resourcequotas": ("quota",), "podtemplates": (), "runtimeclasses": (),
+        "resourcequotas": ("quota",), "podtemplates": (), "runtimeclasses": (), "apiservices": (),
     }
     assert REGISTRY.resolve("deploy") is resource("deployments")
     assert REGISTRY.resolve("pc") is resource("priorityclasses")
@@ -61,7 +61,8 @@ def test_each_strategy_knows_the_scope_the_registry_declares() -> None:
         assert t.strategy.namespace_scoped == t.namespaced, t.plural
     assert {t.plural for t in REGISTRY.types if not t.namespaced} == {
         "namespaces", "nodes", "priorityclasses", "clusterroles", "clusterrolebindings", "tokenreviews",
-        "selfsubjectreviews", "subjectaccessreviews", "selfsubjectaccessreviews", "selfsubjectrulesreviews", "runtimeclasses"}
+        "selfsubjectreviews", "subjectaccessreviews", "selfsubjectaccessreviews", "selfsubjectrulesreviews", "runtimeclasses",
+        "apiservices"}
 
 
 @pytest.mark.parametrize("plural, extra", [

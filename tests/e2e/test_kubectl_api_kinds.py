@@ -46,3 +46,11 @@ async def test_runtime_classes_list_with_their_handler(kubectl) -> None:
     refused = await kubectl("run", "x", "--image=busybox", "--overrides", '{"spec":{"runtimeClassName":"kata"}}',
                             ok=False)
     assert 'pods "x" is forbidden: pod rejected: RuntimeClass "kata" not found' in refused.err
+
+
+async def test_apiservices_list_the_served_groups_as_local_and_available(kubectl) -> None:
+    listed = await kubectl("get", "apiservices")
+    assert listed.rows[0] == ["NAME", "SERVICE", "AVAILABLE", "AGE"]
+    rows = {row[0]: row[1:3] for row in listed.rows[1:]}
+    assert rows["v1."] == ["Local", "True"] and rows["v1.apps"] == ["Local", "True"]
+    assert rows["v1.node.k8s.io"] == ["Local", "True"]
