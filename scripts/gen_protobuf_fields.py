@@ -68,7 +68,7 @@ GROUP_PACKAGES = {"apiregistration.k8s.io": "k8s.io.kube_aggregator.pkg.apis.api
 SPECIAL = {f"{META}.Time", f"{META}.MicroTime", f"{META}.Duration", f"{META}.FieldsV1",
            "k8s.io.apimachinery.pkg.api.resource.Quantity", "k8s.io.apimachinery.pkg.util.intstr.IntOrString",
            "k8s.io.apimachinery.pkg.runtime.RawExtension", "k8s.io.api.authentication.v1.ExtraValue",
-           "k8s.io.api.authorization.v1.ExtraValue"}
+           "k8s.io.api.authorization.v1.ExtraValue", "k8s.io.api.certificates.v1.ExtraValue"}
 
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _PACKAGE = re.compile(r"^\s*package\s+([\w.]+)\s*;", re.M)

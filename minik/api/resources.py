@@ -87,4 +87,8 @@ REGISTRY = Registry([
     # apiregistration.k8s.io/v1: the local APIServices follow the registry (minik.apiserver.apiservices)
     ResourceType("apiregistration.k8s.io", "v1", "APIService", "apiservices", "apiservice", False,
                  kinds.APIServiceStrategy(), categories=("api-extensions",), subresources=_STATUS),
+    # certificates.k8s.io/v1 (signed and auto-approved by minik.controllers.certificates)
+    ResourceType("certificates.k8s.io", "v1", "CertificateSigningRequest", "certificatesigningrequests",
+                 "certificatesigningrequest", False, kinds.CertificateSigningRequestStrategy(), short_names=("csr",),
+                 subresources=("status", "approval")),
 ])

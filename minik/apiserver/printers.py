@@ -763,6 +763,29 @@ def _apiservice_cells(api: Obj, now: float) -> Cells:
     return [meta.get("name", ""), where, available, since(meta.get("creationTimestamp"), now)]
 
 
+def _csr_columns() -> list[Column]:
+    spec = "io.k8s.api.certificates.v1.CertificateSigningRequestSpec"
+    return [name_col(), age_col(), col("SignerName", description=doc(spec, "signerName")),
+            col("Requestor", description="Name of the user which made this request."),
+            col("RequestedDuration", description="Expiration time requested for the certificate."),
+            col("Condition", description="State of this request.")]
+
+
+def _csr_cells(csr: Obj, now: float) -> Cells:
+    """kubectl's printCertificateSigningRequest: Denied, Approved or Pending, then Failed and Issued."""
+    meta, spec = _dict(csr.get("metadata")), _dict(csr.get("spec"))
+    types = {_str(c.get("type")) for c in _list(_d(csr, "status", "conditions")) if isinstance(c, dict)}
+    condition = "Denied" if "Denied" in types else "Approved" if "Approved" in types else "Pending"
+    if "Failed" in types:
+        condition += ",Failed"
+    if _d(csr, "status", "certificate"):
+        condition += ",Issued"
+    seconds = spec.get("expirationSeconds")
+    duration = human_duration(float(seconds)) if isinstance(seconds, int) else "<none>"
+    return [meta.get("name", ""), since(meta.get("creationTimestamp"), now), _str(spec.get("signerName")) or "<none>",
+            _str(spec.get("username")), duration, condition]
+
+
 def _quota_columns() -> list[Column]:
     return [name_col(), age_col(),
             col("Request", description="Request represents a minimum amount of cpu/memory that a container may "
@@ -828,6 +851,7 @@ _PRINTERS: dict[str, Printer] = {
     "PodTemplate": Printer(_podtemplate_columns, _podtemplate_cells),
     "RuntimeClass": Printer(_runtimeclass_columns, _runtimeclass_cells),
     "APIService": Printer(_apiservice_columns, _apiservice_cells),
+    "CertificateSigningRequest": Printer(_csr_columns, _csr_cells),
 }
 _DEFAULT = Printer(_default_columns, _default_cells)
 

@@ -330,6 +330,8 @@ class ResourceRest:
             self.strategy.prepare_for_status_update(new, current)
         elif subresource == "finalize":
             self.strategy.prepare_for_finalize(new, current)
+        elif subresource is not None:
+            self.strategy.prepare_for_subresource_update(subresource, new, current)
         else:
             self.strategy.prepare_for_update(new, current)
             self.strategy.default(new)
@@ -340,7 +342,7 @@ class ResourceRest:
         if self.strategy.tracks_generation and subresource is None and \
                 self.strategy.spec_of(new) != self.strategy.spec_of(current):
             meta["generation"] = int(old_meta.get("generation") or 0) + 1
-        causes = self.strategy.validate_status_update(new, current) if subresource == "status" else \
+        causes = self.strategy.validate_status_update(new, current) if subresource in ("status", "approval") else \
             self.strategy.validate_update(new, current)
         if causes:
             raise self._invalid(name, causes)

@@ -27,6 +27,7 @@ def test_every_kind_is_registered_with_the_short_names_kubectl_shows() -> None:
         "tokenreviews": (), "selfsubjectreviews": (), "subjectaccessreviews": (), "selfsubjectaccessreviews": (),
         "localsubjectaccessreviews": (), "selfsubjectrulesreviews": (), "limitranges": ("limits",),
         "resourcequotas": ("quota",), "podtemplates": (), "runtimeclasses": (), "apiservices": (),
+        "certificatesigningrequests": ("csr",),
     }
     assert REGISTRY.resolve("deploy") is resource("deployments")
     assert REGISTRY.resolve("pc") is resource("priorityclasses")
@@ -62,7 +63,7 @@ def test_each_strategy_knows_the_scope_the_registry_declares() -> None:
     assert {t.plural for t in REGISTRY.types if not t.namespaced} == {
         "namespaces", "nodes", "priorityclasses", "clusterroles", "clusterrolebindings", "tokenreviews",
         "selfsubjectreviews", "subjectaccessreviews", "selfsubjectaccessreviews", "selfsubjectrulesreviews", "runtimeclasses",
-        "apiservices"}
+        "apiservices", "certificatesigningrequests"}
 
 
 @pytest.mark.parametrize("plural, extra", [

@@ -54,3 +54,35 @@ async def test_apiservices_list_the_served_groups_as_local_and_available(kubectl
     rows = {row[0]: row[1:3] for row in listed.rows[1:]}
     assert rows["v1."] == ["Local", "True"] and rows["v1.apps"] == ["Local", "True"]
     assert rows["v1.node.k8s.io"] == ["Local", "True"]
+
+
+def _csr_manifest(name: str) -> dict:
+    import base64
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    built = x509.CertificateSigningRequestBuilder().subject_name(
+        x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])).sign(key, hashes.SHA256())
+    return {"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest", "metadata": {"name": name},
+            "spec": {"request": base64.b64encode(built.public_bytes(serialization.Encoding.PEM)).decode(),
+                     "signerName": "kubernetes.io/kube-apiserver-client", "usages": ["client auth"],
+                     "expirationSeconds": 86400}}
+
+
+async def test_kubectl_certificate_approve_and_deny_and_the_csr_columns(kubectl) -> None:
+    await kubectl("create", "-f", kubectl.manifest("alice.yaml", _csr_manifest("alice")))
+    await kubectl("create", "-f", kubectl.manifest("bob.yaml", _csr_manifest("bob")))
+    listed = await kubectl("get", "csr")
+    assert listed.rows[0] == ["NAME", "AGE", "SIGNERNAME", "REQUESTOR", "REQUESTEDDURATION", "CONDITION"]
+    assert [row[0] for row in listed.rows[1:]] == ["alice", "bob"]
+    assert listed.rows[1][2:] == ["kubernetes.io/kube-apiserver-client", "kubernetes-admin", "24h", "Pending"]
+    approved = await kubectl("certificate", "approve", "alice")
+    assert "certificatesigningrequest.certificates.k8s.io/alice approved" in approved.out
+    denied = await kubectl("certificate", "deny", "bob")
+    assert "certificatesigningrequest.certificates.k8s.io/bob denied" in denied.out
+    listed = await kubectl("get", "csr")
+    assert [(row[0], row[-1]) for row in listed.rows[1:]] == [("alice", "Approved"), ("bob", "Denied")]

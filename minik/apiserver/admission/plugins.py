@@ -6,6 +6,7 @@ the chain runs (the kind's strategy, in minik.api.kinds), so every plugin sees a
 from __future__ import annotations
 
 from minik.apiserver.admission.base import AdmissionPlugin, ObjectReader
+from minik.apiserver.admission.certificates import CertificateSigningRequestIdentity, CertificateSubjectRestriction
 from minik.apiserver.admission.default_tolerations import DefaultTolerationSeconds
 from minik.apiserver.admission.limit_ranger import LimitRanger
 from minik.apiserver.admission.namespace_lifecycle import NamespaceLifecycle
@@ -21,5 +22,6 @@ def default_plugins(reader: ObjectReader) -> list[AdmissionPlugin]:
     """The chain in Kubernetes' order (defaulting runs in the kind's strategy before it)."""
     return [NamespaceLifecycle(reader), LimitRanger(reader), NodeRestriction(), Priority(reader),
             DefaultTolerationSeconds(), ServiceAccount(reader), PodSecurity(reader), RuntimeClass(reader),
+            CertificateSigningRequestIdentity(), CertificateSubjectRestriction(),
             # last, as in Kubernetes: it charges what every other plugin let through
             ResourceQuotaAdmission(reader)]
