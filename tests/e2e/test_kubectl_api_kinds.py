@@ -86,3 +86,14 @@ async def test_kubectl_certificate_approve_and_deny_and_the_csr_columns(kubectl)
     assert "certificatesigningrequest.certificates.k8s.io/bob denied" in denied.out
     listed = await kubectl("get", "csr")
     assert [(row[0], row[-1]) for row in listed.rows[1:]] == [("alice", "Approved"), ("bob", "Denied")]
+
+
+async def test_kubectl_explain_knows_the_new_kinds(kubectl) -> None:
+    quota = await kubectl("explain", "resourcequota.spec.hard")
+    assert "hard is the set of desired hard limits" in quota.out
+    csr = await kubectl("explain", "csr.spec.signerName")
+    assert "signerName indicates the requested signer" in csr.out
+    apiservice = await kubectl("explain", "apiservice.spec.groupPriorityMinimum")
+    assert "GroupPriorityMinimum is the priority this group should have at least" in apiservice.out
+    event = await kubectl("explain", "events.note", "--api-version=events.k8s.io/v1")
+    assert "note is a human-readable description of the status of this operation" in event.out
