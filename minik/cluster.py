@@ -24,6 +24,7 @@ import structlog
 from minik.api.resources import REGISTRY
 from minik.api.tokens import NODE_USER_PREFIX, NODES
 from minik.apiserver.admission import ObjectReader, default_plugins
+from minik.apiserver.admission.certificates import CertificateApproval, CertificateSigning, ReservedNodeNames
 from minik.apiserver.admission.dynamic import DynamicAdmission
 from minik.apiserver.auth import authz
 from minik.apiserver.auth.authn import StaticTokens, TokenAuthenticator
@@ -416,8 +417,10 @@ class Cluster:
             self.issuer = TokenIssuer(s.data_dir / "pki")
             self.dynamic_admission = DynamicAdmission(self.store, reader, registry, self.authorizer.authorize)
             self.dynamic_admission.start()
-            plugins = [*default_plugins(reader), RbacEscalation(self.authorizer.rbac.index, self.authorizer),
-                       *self.dynamic_admission.plugins()]
+            plugins = default_plugins(reader, [
+                RbacEscalation(self.authorizer.rbac.index, self.authorizer),
+                CertificateApproval(self.authorizer), CertificateSigning(self.authorizer),
+                ReservedNodeNames(self.own_node_names()), *self.dynamic_admission.plugins()])
             tokens = TokenAuthenticator(reader, self.tokens, ServiceAccountTokens(self.issuer, reader))
             self.api = ApiServer(self.store, registry, ApiSettings(address=f"{s.bind}:{s.port}",
                                                                   service_cidr=s.service_cidr,
@@ -477,16 +480,16 @@ class Cluster:
 
     def _component_settings(self) -> ClusterSettings:
         """The settings components are built from: the cluster's, and what only a started cluster knows (its CA,
-        which the root CA publisher puts in every namespace)."""
+        which the root CA publisher puts in every namespace, and whose key the certificate signer signs with)."""
         if self.credentials is None or "controllers" in self.settings.disabled:
             return self.settings
         from minik.controllers.manager import ControllerSettings
 
         controllers = self.settings.controllers or ControllerSettings()
-        if controllers.root_ca is not None:
-            return self.settings
-        return dataclasses.replace(self.settings,
-                                   controllers=dataclasses.replace(controllers, root_ca=self.credentials.ca_pem))
+        pki = self.credentials.pki_dir
+        return dataclasses.replace(self.settings, controllers=dataclasses.replace(
+            controllers, root_ca=controllers.root_ca if controllers.root_ca is not None else self.credentials.ca_pem,
+            cluster_signing=controllers.cluster_signing or (pki / "ca.crt", pki / "ca.key")))
 
     async def _start_components(self) -> None:
         """Start the enabled components in FACTORIES order, each with the in-process client; the lines logged by

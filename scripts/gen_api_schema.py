@@ -53,7 +53,7 @@ CORE_TYPES = {"PersistentVolumeClaim", "PersistentVolumeClaimStatus", "Persisten
               "ModifyVolumeStatus"}
 
 #: model classes whose name is not ``V1`` + kind
-MODEL_NAMES = {("", "Event"): "CoreV1Event"}
+MODEL_NAMES = {("", "Event"): "CoreV1Event", ("events.k8s.io", "Event"): "EventsV1Event"}
 
 #: the Go width of integer fields that minik/api/protobuf_fields.json does not have: meta types that never travel
 #: as protobuf, and fields newer than the release it was generated from (user IDs are int64 as runAsUser is)
@@ -88,7 +88,8 @@ INT_WIDTHS = {
        for field in ("maxItems", "maxLength", "maxProperties", "minItems", "minLength", "minProperties")},
 }
 #: groups whose Go types live outside k8s.io/api (Kubernetes names their schemas after the Go package)
-GROUP_PACKAGES = {"apiextensions.k8s.io": "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions"}
+GROUP_PACKAGES = {"apiextensions.k8s.io": "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions",
+                  "apiregistration.k8s.io": "io.k8s.kube-aggregator.pkg.apis.apiregistration"}
 PROTOBUF_FIELDS = ROOT / "minik" / "api" / "protobuf_fields.json"
 
 _PREFIX = re.compile(r"^(?:[A-Z][a-z]+)?V\d+(?:(?:alpha|beta)\d+)?(?=[A-Z])")
@@ -208,6 +209,7 @@ def go_integer_types() -> dict[tuple[str, str], str]:
     out: dict[tuple[str, str], str] = {}
     for message, fields in document["messages"].items():
         type_name = "io." + message.replace("k8s.io.", "k8s.", 1) if message.startswith("k8s.io.") else message
+        type_name = type_name.replace(".kube_aggregator.", ".kube-aggregator.")  # Go's package path, OpenAPI's name
         for json_name, go_type, _shape in fields.values():
             if go_type in ("int32", "int64"):
                 out[(type_name, json_name)] = go_type

@@ -9,7 +9,8 @@ VolumeSource are inlined in JSON), and whether the field is a pointer (a pointer
 is kept; a plain field is always written on the wire, so its zero value means "unset" and is dropped).
 
 The checkouts are NOT part of this project and nothing of them is committed; only the table derived from them is.
-To regenerate, put checkouts of kubernetes/api and kubernetes/apimachinery (same release) anywhere and run:
+To regenerate, put checkouts of kubernetes/api, kubernetes/apimachinery and kubernetes/kube-aggregator (same release;
+only its pkg/apis/apiregistration is needed) anywhere and run:
 
     python scripts/gen_protobuf_fields.py /path/to/checkouts --release v0.36.3   # writes protobuf_fields.json
     python scripts/gen_protobuf_fields.py /path/to/checkouts --release v0.36.3 --check   # exit 1 if out of date
@@ -59,11 +60,15 @@ EXTRA_KINDS = (
     ("authentication.k8s.io/v1", "TokenRequest", "k8s.io.api.authentication.v1.TokenRequest"),
 )
 
+#: groups whose Go types live outside k8s.io/api (their checkouts go in the directory too: kubernetes/kube-aggregator
+#: for apiregistration.k8s.io)
+GROUP_PACKAGES = {"apiregistration.k8s.io": "k8s.io.kube_aggregator.pkg.apis.apiregistration"}
+
 #: messages with their own JSON form, decoded by minik.apiserver.protobuf itself (their fields are still listed)
 SPECIAL = {f"{META}.Time", f"{META}.MicroTime", f"{META}.Duration", f"{META}.FieldsV1",
            "k8s.io.apimachinery.pkg.api.resource.Quantity", "k8s.io.apimachinery.pkg.util.intstr.IntOrString",
            "k8s.io.apimachinery.pkg.runtime.RawExtension", "k8s.io.api.authentication.v1.ExtraValue",
-           "k8s.io.api.authorization.v1.ExtraValue"}
+           "k8s.io.api.authorization.v1.ExtraValue", "k8s.io.api.certificates.v1.ExtraValue"}
 
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _PACKAGE = re.compile(r"^\s*package\s+([\w.]+)\s*;", re.M)
@@ -217,7 +222,8 @@ def roots() -> dict[str, str]:
 
     out: dict[str, str] = {}
     for t in REGISTRY.types:
-        out[f"{t.api_version}/{t.kind}"] = f"k8s.io.api.{(t.group or 'core').split('.')[0]}.{t.version}.{t.kind}"
+        package = GROUP_PACKAGES.get(t.group) or f"k8s.io.api.{(t.group or 'core').split('.')[0]}"
+        out[f"{t.api_version}/{t.kind}"] = f"{package}.{t.version}.{t.kind}"
     for api_version, kind, message in EXTRA_KINDS:
         out[f"{api_version}/{kind}"] = message
     return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
+from typing import NamedTuple
 
 #: the message Kubernetes gives for text that is not a quantity at all
 FORMAT_ERROR = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
@@ -65,3 +66,95 @@ def milli_value_of(quantity: str | Decimal) -> int:
     """The quantity in thousandths, rounded up (Kubernetes' ``Quantity.MilliValue``): CPU in millicores."""
     q = quantity if isinstance(quantity, Decimal) else parse_quantity(quantity)
     return int((q * 1000).to_integral_value(rounding=ROUND_CEILING))
+
+
+# -- printing -----------------------------------------------------------------------------------------------------
+#: Kubernetes' three formats: a quantity prints in the format its text was written in (its suffix decides)
+DECIMAL_SI, BINARY_SI, DECIMAL_EXPONENT = "DecimalSI", "BinarySI", "DecimalExponent"
+
+_DECIMAL_SUFFIXES = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+_BINARY_SUFFIXES = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+_NANO = Decimal("1e-9")
+
+
+def quantity_format(text: object) -> str:
+    """The format of a quantity as written: BinarySI for ``Ki``..``Ei``, DecimalExponent for ``e3``, else
+    DecimalSI (a JSON number too)."""
+    if not isinstance(text, str):
+        return DECIMAL_SI
+    match = _SHAPE.fullmatch(text)
+    suffix = match.group(2) if match is not None else ""
+    if suffix in _BINARY:
+        return BINARY_SI
+    if suffix and _EXPONENT.fullmatch(suffix):
+        return DECIMAL_EXPONENT
+    return DECIMAL_SI
+
+
+def format_quantity(value: Decimal, fmt: str = DECIMAL_SI) -> str:
+    """A quantity's canonical text, as Kubernetes' ``Quantity.String()`` prints it: an integer with the largest
+    suffix that keeps it whole (``0.1`` -> ``100m``, ``2048`` in BinarySI -> ``2Ki``, ``1500`` -> ``1500``);
+    amounts finer than a nano are rounded up to one."""
+    value = (value / _NANO).to_integral_value(rounding=ROUND_CEILING) * _NANO
+    if value == 0:
+        return "0"
+    sign = "-" if value < 0 else ""
+    magnitude = -value if value < 0 else value
+    if fmt == BINARY_SI and magnitude >= 1024 and magnitude == magnitude.to_integral_value():
+        number, power = int(magnitude), 0
+        while number % 1024 == 0 and power < len(_BINARY_SUFFIXES) - 1:
+            number //= 1024
+            power += 1
+        return f"{sign}{number}{_BINARY_SUFFIXES[power]}"
+    number, exponent = int(magnitude / _NANO), -9  # a whole number of nanos
+    while number % 1000 == 0 and exponent < 18:
+        number //= 1000
+        exponent += 3
+    if fmt == DECIMAL_EXPONENT:
+        return f"{sign}{number}" + (f"e{exponent}" if exponent else "")
+    return f"{sign}{number}{_DECIMAL_SUFFIXES[exponent]}"
+
+
+def canonical_quantity(text: object) -> str:
+    """``text`` (a valid quantity) as Kubernetes prints it back: ``1000m`` -> ``1``, ``0.5Gi`` -> ``512Mi``."""
+    return format_quantity(parse_quantity(text), quantity_format(text))  # type: ignore[arg-type]
+
+
+class Quantity(NamedTuple):
+    """An amount and the format it prints in (a sum keeps the format of its first term, as Kubernetes' Add)."""
+
+    value: Decimal
+    fmt: str = DECIMAL_SI
+
+    @classmethod
+    def parse(cls, text: object) -> Quantity:
+        """ValueError with Kubernetes' message when ``text`` is not a quantity."""
+        return cls(parse_quantity(text), quantity_format(text))  # type: ignore[arg-type]
+
+    def __add__(self, other: object) -> Quantity:
+        if not isinstance(other, Quantity):
+            return NotImplemented
+        return Quantity(self.value + other.value, self.fmt)
+
+    def __sub__(self, other: Quantity) -> Quantity:
+        return Quantity(self.value - other.value, self.fmt)
+
+    def __str__(self) -> str:
+        return format_quantity(self.value, self.fmt)
+
+
+#: resource name -> amount (Kubernetes' ResourceList)
+ResourceList = dict[str, Quantity]
+
+
+def resource_list(values: object) -> ResourceList:
+    """The valid quantities of a map of resource name to quantity text (others are left out: validation reports
+    them)."""
+    out: ResourceList = {}
+    if isinstance(values, dict):
+        for name, text in values.items():
+            try:
+                out[str(name)] = Quantity.parse(text)
+            except ValueError:
+                continue
+    return out

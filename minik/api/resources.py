@@ -89,4 +89,23 @@ REGISTRY = Registry([
                  "selfsubjectrulesreview", False, kinds.ClusterReviewStrategy(), verbs=_ASK),
     ResourceType("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews", "subjectaccessreview",
                  False, kinds.ClusterReviewStrategy(), verbs=_ASK),
+    # -- issue 20's general-purpose kinds (appended: other branches add entries above)
+    ResourceType("", "v1", "LimitRange", "limitranges", "limitrange", True, kinds.LimitRangeStrategy(),
+                 short_names=("limits",)),
+    ResourceType("", "v1", "ResourceQuota", "resourcequotas", "resourcequota", True, kinds.ResourceQuotaStrategy(),
+                 short_names=("quota",), subresources=_STATUS),
+    ResourceType("", "v1", "PodTemplate", "podtemplates", "podtemplate", True, kinds.PodTemplateStrategy()),
+    # events.k8s.io/v1: the core/v1 events, converted (served by minik.apiserver.eventsview)
+    kinds.SharedStorageType("events.k8s.io", "v1", "Event", "events", "event", True, kinds.EventsV1Strategy(),
+                            short_names=("ev",), storage_group="", storage_plural="events"),
+    # node.k8s.io/v1
+    ResourceType("node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", "runtimeclass", False,
+                 kinds.RuntimeClassStrategy()),
+    # apiregistration.k8s.io/v1: the local APIServices follow the registry (minik.apiserver.apiservices)
+    ResourceType("apiregistration.k8s.io", "v1", "APIService", "apiservices", "apiservice", False,
+                 kinds.APIServiceStrategy(), categories=("api-extensions",), subresources=_STATUS),
+    # certificates.k8s.io/v1 (signed and auto-approved by minik.controllers.certificates)
+    ResourceType("certificates.k8s.io", "v1", "CertificateSigningRequest", "certificatesigningrequests",
+                 "certificatesigningrequest", False, kinds.CertificateSigningRequestStrategy(), short_names=("csr",),
+                 subresources=("status", "approval")),
 ])

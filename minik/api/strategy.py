@@ -72,6 +72,11 @@ class Strategy:
             else:
                 meta.pop(k, None)
 
+    def prepare_for_subresource_update(self, subresource: str, obj: Obj, old: Obj) -> None:
+        """A write to a subresource, other than status and finalize, that writes the object itself (a
+        CertificateSigningRequest's approval): by default, as a write to the main resource."""
+        self.prepare_for_update(obj, old)
+
     def default(self, obj: Obj) -> None:
         """Fill in defaults in place."""
 

@@ -30,11 +30,12 @@ _SUBRESOURCES: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
     "exec": ("", "", "PodExecOptions", ("create", "get")),
     "finalize": ("", "", "", ("update",)),
     "token": ("authentication.k8s.io", "v1", "TokenRequest", ("create",)),
+    "approval": ("", "", "", ("get", "patch", "update")),
 }
 
 #: the subresources the server answers today; discovery advertises only these (kubectl trusts discovery: a listed
 #: pods/eviction makes `kubectl drain` evict instead of delete). Add a name here when its handler lands.
-SERVED_SUBRESOURCES = ("status", "binding", "finalize", "scale", "eviction", "log", "exec", "token")
+SERVED_SUBRESOURCES = ("status", "binding", "finalize", "scale", "eviction", "log", "exec", "token", "approval")
 
 
 def served_subresources(resource: ResourceType) -> tuple[str, ...]:

@@ -15,6 +15,7 @@ from typing import Any
 from minik.api import jsonpath, schema
 from minik.api.durations import human_duration
 from minik.api.kinds.customresources import CustomResourceVersion, PrinterColumn
+from minik.api.quantity import canonical_quantity
 from minik.api.registry import ResourceType
 from minik.api.timestamps import parse_time, rfc3339
 
@@ -608,24 +609,33 @@ def _event_columns() -> list[Column]:
 
 
 def _event_cells(ev: Obj, now: float) -> Cells:
+    """kubectl's printEvent, for core/v1 Events and their events.k8s.io/v1 view alike (which names the same
+    fields note, regarding, deprecatedSource...)."""
     meta = _dict(ev.get("metadata"))
-    first = since(ev.get("firstTimestamp"), now) if ev.get("firstTimestamp") else since(ev.get("eventTime"), now)
-    last = since(ev.get("lastTimestamp"), now) if ev.get("lastTimestamp") else first
-    count = _int(ev.get("count"))
+
+    def field(core: str, view: str) -> Any:
+        value = ev.get(core)
+        return value if value is not None else ev.get(view)
+
+    first_at, last_at = field("firstTimestamp", "deprecatedFirstTimestamp"), field("lastTimestamp",
+                                                                                   "deprecatedLastTimestamp")
+    first = since(first_at, now) if first_at else since(ev.get("eventTime"), now)
+    last = since(last_at, now) if last_at else first
+    count = _int(field("count", "deprecatedCount"))
     series = ev.get("series")
     if isinstance(series, dict):
         last = since(series.get("lastObservedTime"), now)
         count = _int(series.get("count"))
     elif count == 0:
         count = 1
-    involved = _dict(ev.get("involvedObject"))
+    involved = _dict(field("involvedObject", "regarding"))
     kind = _str(involved.get("kind")).lower()
     target = f"{kind}/{involved['name']}" if involved.get("name") else kind
-    source = _dict(ev.get("source"))
-    component = _str(source.get("component")) or _str(ev.get("reportingComponent"))
+    source = _dict(field("source", "deprecatedSource"))
+    component = _str(source.get("component")) or _str(field("reportingComponent", "reportingController"))
     host = _str(source.get("host")) or _str(ev.get("reportingInstance"))
     return [last, _str(ev.get("type")), _str(ev.get("reason")), target, _str(involved.get("fieldPath")),
-            f"{component}, {host}" if host else component, _str(ev.get("message")).strip(), first, count,
+            f"{component}, {host}" if host else component, _str(field("message", "note")).strip(), first, count,
             meta.get("name", "")]
 
 
@@ -754,6 +764,95 @@ def _policy_binding_cells(binding: Obj, now: float) -> Cells:
     elif ref.get("selector") is not None:
         param = selector_string(ref.get("selector"))
     return [meta.get("name", ""), _str(spec.get("policyName")), param, since(meta.get("creationTimestamp"), now)]
+def _podtemplate_columns() -> list[Column]:
+    return [name_col(),
+            col("Containers", description="Names of each container in the template."),
+            col("Images", description="Images referenced by each container in the template."),
+            col("Pod Labels", description="The labels for the pod template.")]
+
+
+def _podtemplate_cells(template: Obj, now: float) -> Cells:
+    meta = _dict(template.get("metadata"))
+    return [meta.get("name", ""), *container_cells(_d(template, "template", "spec")),
+            format_labels(_d(template, "template", "metadata", "labels"))]
+
+
+def _runtimeclass_columns() -> list[Column]:
+    return [name_col(), col("Handler", description=doc("io.k8s.api.node.v1.RuntimeClass", "handler")), age_col()]
+
+
+def _runtimeclass_cells(rc: Obj, now: float) -> Cells:
+    meta = _dict(rc.get("metadata"))
+    return [meta.get("name", ""), _str(rc.get("handler")), since(meta.get("creationTimestamp"), now)]
+
+
+def _apiservice_columns() -> list[Column]:
+    spec = "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIServiceSpec"
+    return [name_col(), col("Service", description=doc(spec, "service")),
+            col("Available", description="Whether this service is available."), age_col()]
+
+
+def _apiservice_cells(api: Obj, now: float) -> Cells:
+    """kubectl's printAPIService: Local without a service; True, or the condition's status and reason."""
+    meta = _dict(api.get("metadata"))
+    service = _d(api, "spec", "service")
+    where = f"{_str(_d(service, 'namespace'))}/{_str(_d(service, 'name'))}" if isinstance(service, dict) else "Local"
+    available = "Unknown"
+    for condition in _list(_d(api, "status", "conditions")):
+        if isinstance(condition, dict) and condition.get("type") == "Available":
+            status, reason = _str(condition.get("status")), _str(condition.get("reason"))
+            available = f"{status} ({reason})" if status != "True" and reason else status
+    return [meta.get("name", ""), where, available, since(meta.get("creationTimestamp"), now)]
+
+
+def _csr_columns() -> list[Column]:
+    spec = "io.k8s.api.certificates.v1.CertificateSigningRequestSpec"
+    return [name_col(), age_col(), col("SignerName", description=doc(spec, "signerName")),
+            col("Requestor", description="Name of the user which made this request."),
+            col("RequestedDuration", description="Expiration time requested for the certificate."),
+            col("Condition", description="State of this request.")]
+
+
+def _csr_cells(csr: Obj, now: float) -> Cells:
+    """kubectl's printCertificateSigningRequest: Denied, Approved or Pending, then Failed and Issued."""
+    meta, spec = _dict(csr.get("metadata")), _dict(csr.get("spec"))
+    types = {_str(c.get("type")) for c in _list(_d(csr, "status", "conditions")) if isinstance(c, dict)}
+    condition = "Denied" if "Denied" in types else "Approved" if "Approved" in types else "Pending"
+    if "Failed" in types:
+        condition += ",Failed"
+    if _d(csr, "status", "certificate"):
+        condition += ",Issued"
+    seconds = spec.get("expirationSeconds")
+    duration = human_duration(float(seconds)) if isinstance(seconds, int) else "<none>"
+    return [meta.get("name", ""), since(meta.get("creationTimestamp"), now), _str(spec.get("signerName")) or "<none>",
+            _str(spec.get("username")), duration, condition]
+
+
+def _quota_columns() -> list[Column]:
+    return [name_col(), age_col(),
+            col("Request", description="Request represents a minimum amount of cpu/memory that a container may "
+                                       "consume."),
+            col("Limit", description="Limits control the maximum amount of cpu/memory that a container may use "
+                                     "independent of contention on the node.")]
+
+
+def _quota_cells(quota: Obj, now: float) -> Cells:
+    """``pods: 1/2, requests.cpu: 500m/1`` (used/hard, sorted by name), limits.* in the Limit column."""
+    meta = _dict(quota.get("metadata"))
+    used, hard = _dict(_d(quota, "status", "used")), _dict(_d(quota, "status", "hard"))
+    requests: list[str] = []
+    limits: list[str] = []
+    for name in sorted(_dict(_d(quota, "spec", "hard"))):
+        column = limits if name.split(".")[0] == "limits" and "." in name else requests
+        column.append(f"{name}: {_quantity(used.get(name))}/{_quantity(hard.get(name))}")
+    return [meta.get("name", ""), since(meta.get("creationTimestamp"), now), ", ".join(requests), ", ".join(limits)]
+
+
+def _quantity(value: Any) -> str:
+    try:
+        return canonical_quantity(value) if value is not None else "0"
+    except ValueError:
+        return str(value)
 
 
 def _default_columns() -> list[Column]:
@@ -792,6 +891,13 @@ _PRINTERS: dict[str, Printer] = {
     "ValidatingWebhookConfiguration": Printer(_webhook_configuration_columns, _webhook_configuration_cells),
     "ValidatingAdmissionPolicy": Printer(_policy_columns, _policy_cells),
     "ValidatingAdmissionPolicyBinding": Printer(_policy_binding_columns, _policy_binding_cells),
+    # issue 20's kinds
+    "LimitRange": Printer(_role_columns, _role_cells),
+    "ResourceQuota": Printer(_quota_columns, _quota_cells),
+    "PodTemplate": Printer(_podtemplate_columns, _podtemplate_cells),
+    "RuntimeClass": Printer(_runtimeclass_columns, _runtimeclass_cells),
+    "APIService": Printer(_apiservice_columns, _apiservice_cells),
+    "CertificateSigningRequest": Printer(_csr_columns, _csr_cells),
 }
 _DEFAULT = Printer(_default_columns, _default_cells)
 

@@ -490,4 +490,5 @@ _SPECIAL = {
     _FIELDS_V1: _Decoder._embedded_json,
     "k8s.io.api.authentication.v1.ExtraValue": _Decoder._string_list,
     "k8s.io.api.authorization.v1.ExtraValue": _Decoder._string_list,
+    "k8s.io.api.certificates.v1.ExtraValue": _Decoder._string_list,
 }

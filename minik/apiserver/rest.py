@@ -242,10 +242,11 @@ class ResourceRest:
         causes = self.strategy.validate(obj)
         if causes:
             raise self._invalid(str(meta.get("name") or ""), causes)
-        await self.admission.validate(attrs)
-        finish = await self.hooks.begin_create(obj, dry_run) if self.hooks is not None else None
         stored = False
+        finish = None
         try:
+            await self.admission.validate(attrs)
+            finish = await self.hooks.begin_create(obj, dry_run) if self.hooks is not None else None
             if dry_run:
                 meta["resourceVersion"] = ""
                 return obj
@@ -265,6 +266,7 @@ class ResourceRest:
         finally:
             if finish is not None:
                 await finish(stored)
+            await attrs.finish(stored)
 
     # -- update and patch ----------------------------------------------------------------------------------
     async def update(self, obj: Obj, namespace: str | None, name: str, user: User, subresource: str | None = None,
@@ -333,11 +335,12 @@ class ResourceRest:
                     precondition = None  # a patch carrying the current version is no precondition
             if precondition is not None and precondition != record.mod_revision:
                 raise self._conflict(name)
-            new = await self._prepare_update(new, current, namespace, name, user, subresource, dry_run, fields)
-            finish = await self.hooks.begin_update(new, current, dry_run) \
-                if self.hooks is not None and subresource is None else None
+            attrs = await self._prepare_update(new, current, namespace, name, user, subresource, dry_run, fields)
             done = False
+            finish = None
             try:
+                finish = await self.hooks.begin_update(new, current, dry_run) \
+                    if self.hooks is not None and subresource is None else None
                 if dry_run:
                     return new
                 try:
@@ -356,6 +359,7 @@ class ResourceRest:
             finally:
                 if finish is not None:
                     await finish(done)
+                await attrs.finish(done)
             if self._should_delete_after_update(new) and not self.strategy.holds_deletion(new):
                 gone = await self._delete_now(namespace, name, stored.mod_revision)
                 if gone is not None:
@@ -364,7 +368,10 @@ class ResourceRest:
         raise self._conflict(name)
 
     async def _prepare_update(self, new: Obj, current: Obj, namespace: str | None, name: str, user: User,
-                              subresource: str | None, dry_run: bool, fields: FieldManager | None = None) -> Obj:
+                              subresource: str | None, dry_run: bool, fields: FieldManager | None = None
+                              ) -> Attributes:
+        """Make ``new`` (in place) the object to store, through the strategy and admission; returns what admission
+        saw, whose ``finish`` the caller calls once the write is decided."""
         meta = new["metadata"]
         old_meta = current["metadata"]
         for owned in _SERVER_OWNED + ("generation",):
@@ -381,6 +388,8 @@ class ResourceRest:
             self.strategy.prepare_for_status_update(new, current)
         elif subresource == "finalize":
             self.strategy.prepare_for_finalize(new, current)
+        elif subresource is not None:
+            self.strategy.prepare_for_subresource_update(subresource, new, current)
         else:
             self.strategy.prepare_for_update(new, current)
             self.strategy.default(new)
@@ -393,12 +402,16 @@ class ResourceRest:
         if self.strategy.tracks_generation and subresource is None and \
                 self.strategy.spec_of(new) != self.strategy.spec_of(current):
             meta["generation"] = int(old_meta.get("generation") or 0) + 1
-        causes = self.strategy.validate_status_update(new, current) if subresource == "status" else \
+        causes = self.strategy.validate_status_update(new, current) if subresource in ("status", "approval") else \
             self.strategy.validate_update(new, current)
         if causes:
             raise self._invalid(name, causes)
-        await self.admission.validate(attrs)
-        return new
+        try:
+            await self.admission.validate(attrs)
+        except BaseException:
+            await attrs.finish(False)
+            raise
+        return attrs
 
     @staticmethod
     def _should_delete_after_update(obj: Obj) -> bool:

@@ -6,6 +6,7 @@ Every failure becomes a Kubernetes Status; nothing a client sends can get past t
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import ssl
 from collections.abc import Awaitable, Callable, Mapping
@@ -15,6 +16,7 @@ from typing import Any
 import orjson
 import structlog
 
+from minik.aio import start_task, stop_task
 from minik.api.errors import (
     PATCH_MEDIA_TYPES,
     StatusError,
@@ -31,6 +33,8 @@ from minik.apiserver import codec, discovery, negotiation, scale, warnings
 from minik.apiserver.admission import Admission, AdmissionPlugin, Authenticator, ObjectReader, default_plugins
 from minik.apiserver.admission.priority import system_priority_classes
 from minik.apiserver.admission.service_account import DEFAULT_SERVICE_ACCOUNT
+from minik.apiserver.apiservices import GROUP as APISERVICES_GROUP
+from minik.apiserver.apiservices import LocalAPIServices
 from minik.apiserver.apply import Applier, FieldManager
 from minik.apiserver.authorization import Authorizer, AuthzAttributes, Decision
 from minik.apiserver.crds.controller import CrdController
@@ -140,6 +144,11 @@ class ApiServer:
         self.services = ServiceAllocations(store, self.settings.service_cidr, self.settings.node_port_range)
         self.rests[("", "v1", "services")].hooks = self.services
         self.pod_proxy = PodProxy(self.reader, self.settings.kubelet_tls)
+        #: keeps the local APIServices in step with the registry (set at bootstrap, synced again after each
+        #: change of the registry by one task at a time: ``_sync_apiservices``)
+        self.apiservices: LocalAPIServices | None = None
+        self._apiservices_task: asyncio.Task[None] | None = None
+        self._apiservices_stale = False
         self.ready = False
         self._static: dict[str, bytes] = {}
         self._static_generation = -1
@@ -156,6 +165,15 @@ class ApiServer:
         self.routes: dict[tuple[str, str, str | None], Routes] = {}
         self._every_resource = self._routes_of_every_resource()
         self.lanes = Lanes(self.settings.limits)
+        self._serve_events_view()
+
+    def _serve_events_view(self) -> None:
+        """events.k8s.io/v1 Events are the core/v1 ones, converted (minik.apiserver.eventsview)."""
+        from minik.apiserver.eventsview import EventsView  # it builds on this module's helpers
+
+        view, core = self.registry.get("events.k8s.io", "v1", "events"), self.registry.get("", "v1", "events")
+        if view is not None and core is not None:
+            EventsView(self, view, core).route()
 
     def start(self) -> None:
         """Serve the stored CustomResourceDefinitions' resources and follow the CRDs from now on."""
@@ -164,6 +182,7 @@ class ApiServer:
     async def stop(self) -> None:
         self._unsubscribe()
         await self.crds.stop()
+        await stop_task(self._apiservices_task)
         await self.webhooks.close()
 
     def _registry_changed(self, change: Change) -> None:
@@ -174,6 +193,20 @@ class ApiServer:
             rest = self.rests.get(key)
             if rest is not None and rest.resource is resource:
                 del self.rests[key]
+        if self.apiservices is not None:
+            self._apiservices_stale = True
+            if self._apiservices_task is None or self._apiservices_task.done():
+                self._apiservices_task = start_task(self._sync_apiservices(), name="apiservices sync")
+
+    async def _sync_apiservices(self) -> None:
+        """Sync the local APIServices until no registry change came in meanwhile (changes made during a sync
+        are taken by the next round, never lost)."""
+        while self._apiservices_stale and self.apiservices is not None:
+            self._apiservices_stale = False
+            try:
+                await self.apiservices.sync()
+            except StatusError as exc:  # a write lost to a concurrent one: the next change syncs again
+                log.warning("the local APIServices were not synced", error=str(exc))
 
     @property
     def static_documents(self) -> dict[str, bytes]:
@@ -224,6 +257,10 @@ class ApiServer:
                 except StatusError as exc:
                     if exc.reason != "AlreadyExists":
                         raise
+        apiservices = self.rests.get((APISERVICES_GROUP, "v1", "apiservices"))
+        if apiservices is not None:
+            self.apiservices = LocalAPIServices(apiservices, self.registry, admin)
+            await self.apiservices.sync()
         services = self.rests[("", "v1", "services")]
         listed = await self.store.list(services.resource.prefix())
         await self.services.repair([record.object() for record in listed.items])

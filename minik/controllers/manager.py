@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import structlog
@@ -74,6 +75,15 @@ class ControllerSettings:
 
     pod_gc_quarantine_seconds: float = 40.0
     """How long a node must be missing before its pods count as orphans (40 s in Kubernetes)."""
+
+    resource_quota_sync_seconds: float = 300.0
+    """How often every ResourceQuota's status.used is recounted besides the changes that trigger it
+    (kube-controller-manager's --resource-quota-sync-period)."""
+
+    cluster_signing: tuple[Path, Path] | None = None
+    """The CA certificate and key files the csrsigning controller signs kube-apiserver-client(-kubelet)
+    certificates with (kube-controller-manager's --cluster-signing-cert-file and -key-file); `minik up` passes
+    its own CA's. None: approved requests stay unsigned."""
 
     root_ca: bytes | None = None
     """The cluster CA's PEM, which the root CA publisher puts in every namespace as ``kube-root-ca.crt`` (`minik
@@ -189,6 +199,23 @@ def _endpoints(client: Client, factory: InformerFactory, s: ControllerSettings, 
     return EndpointsController(client, factory, s.workers, s.clock, r)
 
 
+def _resourcequota(client: Client, factory: InformerFactory, s: ControllerSettings,
+                   r: Recorder | None) -> Controller:
+    from minik.controllers.resourcequota import ResourceQuotaController
+    return ResourceQuotaController(client, factory, s.workers, s.clock, r,
+                                   resync_seconds=s.resource_quota_sync_seconds)
+
+
+def _csrsigning(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
+    from minik.controllers.certificates import CSRSigningController
+    return CSRSigningController(client, factory, 1, s.clock, r, signing=s.cluster_signing)
+
+
+def _csrapproving(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
+    from minik.controllers.certificates import CSRApprovingController
+    return CSRApprovingController(client, factory, 1, s.clock, r)
+
+
 #: controller name -> factory (Kubernetes' names, as kube-controller-manager --controllers takes them)
 CONTROLLERS: dict[str, ControllerFactory] = {
     "replicaset": _replicaset,
@@ -209,6 +236,9 @@ CONTROLLERS: dict[str, ControllerFactory] = {
     "serviceaccount": _serviceaccount,
     "root-ca-cert-publisher": _root_ca_cert_publisher,
     "clusterrole-aggregation": _clusterrole_aggregation,
+    "resourcequota": _resourcequota,
+    "csrsigning": _csrsigning,
+    "csrapproving": _csrapproving,
 }
 
 

@@ -233,6 +233,40 @@ class CertificateAuthority:
                           public_key=public_key)
 
 
+    def sign_csr(self, request: x509.CertificateSigningRequest, usages: list[str], seconds: int) -> bytes:
+        """A PEM certificate for a CertificateSigningRequest's x509 request, as Kubernetes' signers make it: the
+        request's subject, key and subjectAltNames, the key usages and extended key usages its spec asks for,
+        valid from five minutes ago for ``seconds`` (within the CA's own validity)."""
+        now = _now()
+        key_usage = {name: False for name in ("digital_signature", "content_commitment", "key_encipherment",
+                                              "data_encipherment", "key_agreement", "key_cert_sign", "crl_sign",
+                                              "encipher_only", "decipher_only")}
+        for usage, bit in (("digital signature", "digital_signature"), ("key encipherment", "key_encipherment"),
+                           ("content commitment", "content_commitment"), ("data encipherment", "data_encipherment"),
+                           ("key agreement", "key_agreement")):
+            if usage in usages:
+                key_usage[bit] = True
+        extended = [oid for usage, oid in (("client auth", ExtendedKeyUsageOID.CLIENT_AUTH),
+                                           ("server auth", ExtendedKeyUsageOID.SERVER_AUTH)) if usage in usages]
+        builder = (x509.CertificateBuilder()
+                   .subject_name(request.subject).issuer_name(self.cert.subject)
+                   .public_key(request.public_key()).serial_number(x509.random_serial_number())
+                   .not_valid_before(now - datetime.timedelta(minutes=5))
+                   .not_valid_after(min(now + datetime.timedelta(seconds=seconds), self.cert.not_valid_after_utc))
+                   .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+                   .add_extension(x509.KeyUsage(**key_usage), critical=True)
+                   .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(self.key.public_key()),
+                                  critical=False))
+        if extended:
+            builder = builder.add_extension(x509.ExtendedKeyUsage(extended), critical=False)
+        try:
+            names = request.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+            builder = builder.add_extension(names, critical=False)
+        except x509.ExtensionNotFound:
+            pass
+        return cert_pem(builder.sign(self.key, hashes.SHA256()))
+
+
 def certificate_request(key: PrivateKey, common_name: str, organizations: tuple[str, ...],
                         names: tuple[str, ...] = ()) -> bytes:
     """A PEM certificate request for ``key`` (what a joining node sends for its serving certificate)."""

@@ -29,6 +29,9 @@ def test_every_kind_is_registered_with_the_short_names_kubectl_shows() -> None:
         "mutatingwebhookconfigurations": (), "validatingwebhookconfigurations": (),
         "validatingadmissionpolicies": (), "validatingadmissionpolicybindings": (),
         "customresourcedefinitions": ("crd", "crds"),
+        "limitranges": ("limits",),
+        "resourcequotas": ("quota",), "podtemplates": (), "runtimeclasses": (), "apiservices": (),
+        "certificatesigningrequests": ("csr",),
     }
     assert REGISTRY.resolve("deploy") is resource("deployments")
     assert REGISTRY.resolve("pc") is resource("priorityclasses")
@@ -65,7 +68,8 @@ def test_each_strategy_knows_the_scope_the_registry_declares() -> None:
         "namespaces", "nodes", "priorityclasses", "clusterroles", "clusterrolebindings", "tokenreviews",
         "selfsubjectreviews", "subjectaccessreviews", "selfsubjectaccessreviews", "selfsubjectrulesreviews",
         "mutatingwebhookconfigurations", "validatingwebhookconfigurations", "validatingadmissionpolicies",
-        "validatingadmissionpolicybindings", "customresourcedefinitions"}
+        "validatingadmissionpolicybindings", "customresourcedefinitions", "runtimeclasses", "apiservices",
+        "certificatesigningrequests"}
 
 
 @pytest.mark.parametrize("plural, extra", [

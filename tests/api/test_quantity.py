@@ -80,3 +80,22 @@ def test_value_and_milli_value_round_up_as_kubernetes_does() -> None:
 def test_a_trailing_newline_is_not_part_of_a_quantity(text: str) -> None:
     with pytest.raises(ValueError):
         parse_quantity(text)
+
+
+@pytest.mark.parametrize("text, printed", [
+    ("100m", "100m"), ("0.1", "100m"), ("1000m", "1"), ("1.5", "1500m"), ("2000", "2k"), ("1500", "1500"),
+    ("1Gi", "1Gi"), ("1024Mi", "1Gi"), ("1.5Gi", "1536Mi"), ("1.5Ki", "1536"), ("512", "512"), ("1e3", "1e3"),
+    ("12e-3", "12e-3"), ("0", "0"), ("-1", "-1"), ("0.5n", "1n"),
+])
+def test_a_quantity_prints_back_in_kubernetes_canonical_form(text: str, printed: str) -> None:
+    from minik.api.quantity import canonical_quantity
+
+    assert canonical_quantity(text) == printed
+
+
+def test_a_sum_of_quantities_keeps_the_format_of_its_first_term() -> None:
+    from minik.api.quantity import Quantity
+
+    assert str(Quantity.parse("1Gi") + Quantity.parse("512Mi")) == "1536Mi"
+    assert str(Quantity.parse("100m") + Quantity.parse("0.2")) == "300m"
+    assert str(Quantity.parse("2") + Quantity.parse("1Ki")) == "1026"

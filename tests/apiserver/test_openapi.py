@@ -17,7 +17,9 @@ from minik.apiserver.openapi import OpenApi
 
 SERVED = {"api/v1", "apis/apps/v1", "apis/batch/v1", "apis/coordination.k8s.io/v1", "apis/scheduling.k8s.io/v1",
           "apis/rbac.authorization.k8s.io/v1", "apis/authentication.k8s.io/v1", "apis/authorization.k8s.io/v1",
-          "apis/admissionregistration.k8s.io/v1", "apis/apiextensions.k8s.io/v1"}
+          "apis/admissionregistration.k8s.io/v1", "apis/apiextensions.k8s.io/v1",
+          "apis/events.k8s.io/v1", "apis/node.k8s.io/v1",
+          "apis/apiregistration.k8s.io/v1", "apis/certificates.k8s.io/v1"}
 
 
 async def fetch(http, path: str) -> tuple[int, Any]:

@@ -427,3 +427,9 @@ def validate_pod_template(template: Any, path: str) -> Causes:
 def template_spec(owner_spec: Any) -> Obj:
     return dict_at(dict_at(owner_spec, "template"), "spec")
 
+
+
+def validate_resource_requirements(resources: Any, path: str) -> Causes:
+    """A ResourceRequirements (limits and requests), as a container's are validated (a RuntimeClass's overhead
+    is validated as one holding limits only)."""
+    return _validate_resources(resources, path)

@@ -8,7 +8,7 @@ authenticate -> authorize -> decode -> admit (mutating, then validating) -> vali
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from minik.api.registry import Registry, ResourceType
@@ -39,6 +39,15 @@ class Attributes:
     dry_run: bool = False
     #: the request's CreateOptions, UpdateOptions or DeleteOptions as given (fieldManager, propagationPolicy...)
     options: Obj | None = None
+    #: called once the write is decided (True: stored; False: refused, failed or a dry run), for plugins that
+    #: hold something for the request until then (the ResourceQuota plugin's charge); see ``Attributes.finish``
+    finishers: list[Callable[[bool], Awaitable[None]]] = field(default_factory=list, compare=False, repr=False)
+
+    async def finish(self, stored: bool) -> None:
+        """Tell every plugin that asked how the write ended (once: the list is emptied)."""
+        finishers, self.finishers = self.finishers, []
+        for finisher in finishers:
+            await finisher(stored)
 
 
 class ObjectReader:
@@ -57,6 +66,15 @@ class ObjectReader:
         self._registry = registry
         self._decoded: dict[str, tuple[Record, Obj]] = {}
         self._lists: dict[tuple[str, bytes | None], tuple[int, list[Record]]] = {}
+
+    @property
+    def store(self) -> Store:
+        """The store itself, for plugins that count what it holds (ResourceQuota); read it, never write."""
+        return self._store
+
+    @property
+    def registry(self) -> Registry:
+        return self._registry
 
     def get(self, group: str, version: str, plural: str, namespace: str | None, name: str) -> Obj | None:
         resource = self._registry.get(group, version, plural)

@@ -2,7 +2,7 @@
 roles of the controllers minik runs, and their bindings), plus the few of minik's own identities.
 
 The rules are Kubernetes 1.32's. Kubernetes also ships roles for controllers and features minik does not have
-(volume attach, certificate signing, HPA, ...); only those of the controllers minik runs are here, so that
+(volume attach, HPA, ...); only those of the controllers minik runs are here, so that
 ``kubectl get clusterrolebindings`` names no identity that does not exist. minik's additions are named
 ``system:minik:*`` (or ``minik:*`` for those a person would look for).
 
@@ -226,6 +226,26 @@ def _controller_manager_rules() -> list[Obj]:
     ]
 
 
+CERTIFICATES = "certificates.k8s.io"
+KUBE_APISERVER_CLIENT = "kubernetes.io/kube-apiserver-client"
+KUBE_APISERVER_CLIENT_KUBELET = "kubernetes.io/kube-apiserver-client-kubelet"
+KUBELET_SERVING = "kubernetes.io/kubelet-serving"
+LEGACY_UNKNOWN = "kubernetes.io/legacy-unknown"
+
+
+def _certificate_controller_rules() -> list[Obj]:
+    """Kubernetes' certificate-controller role, which csrsigning and csrapproving share."""
+    return [
+        rule(("delete", "get", "list", "watch"), (CERTIFICATES,), ("certificatesigningrequests",)),
+        rule(("update",), (CERTIFICATES,), ("certificatesigningrequests/approval",
+                                            "certificatesigningrequests/status")),
+        rule(("approve",), (CERTIFICATES,), ("signers",), (KUBE_APISERVER_CLIENT_KUBELET,)),
+        rule(("sign",), (CERTIFICATES,), ("signers",), (LEGACY_UNKNOWN, KUBE_APISERVER_CLIENT,
+                                                         KUBE_APISERVER_CLIENT_KUBELET, KUBELET_SERVING)),
+        rule(("create",), ("authorization.k8s.io",), ("subjectaccessreviews",)),
+        events()]
+
+
 #: controller name (as `minik controllers` and kube-controller-manager --controllers take it) -> the service
 #: account it runs as in kube-system, and that account's ClusterRole's rules (system:controller:ACCOUNT)
 def controller_roles() -> dict[str, tuple[str, list[Obj]]]:
@@ -293,6 +313,12 @@ def controller_roles() -> dict[str, tuple[str, list[Obj]]]:
             rule(("create", "update"), ("",), ("configmaps",)), events()]),
         "clusterrole-aggregation": ("clusterrole-aggregation-controller", [
             rule(("escalate", "get", "list", "patch", "update", "watch"), (RBAC_GROUP,), ("clusterroles",))]),
+        "resourcequota": ("resourcequota-controller", [
+            # it counts anything a quota can name, so it reads everything
+            rule(("list", "watch"), ("*",), ("*",)),
+            rule(("update",), ("",), ("resourcequotas/status",)), events()]),
+        "csrsigning": ("certificate-controller", _certificate_controller_rules()),
+        "csrapproving": ("certificate-controller", _certificate_controller_rules()),
         # minik's own: Kubernetes expires Events with etcd leases, minik with a controller
         "event-ttl": ("event-ttl-controller", [rule(("delete", "list", "watch"), ("",), ("events",))]),
     }
@@ -306,6 +332,28 @@ NAMESPACED_CONTROLLERS = {
 }
 
 CONTROLLER_ROLE_PREFIX = "system:controller:"
+
+
+def _controller_accounts() -> dict[str, list[Obj]]:
+    """Each controller service account with its role's rules, once (csrsigning and csrapproving share one)."""
+    return {account: rules for account, rules in controller_roles().values()}
+
+
+def _certificate_roles() -> list[Obj]:
+    """Kubernetes' ClusterRoles for certificate requests: who may ask for a kubelet client certificate that the
+    approver then approves, and who may approve for each signer."""
+    prefix = "system:certificates.k8s.io:"
+    roles = [
+        cluster_role(f"{prefix}certificatesigningrequests:nodeclient", [
+            rule(("create",), (CERTIFICATES,), ("certificatesigningrequests/nodeclient",))]),
+        cluster_role(f"{prefix}certificatesigningrequests:selfnodeclient", [
+            rule(("create",), (CERTIFICATES,), ("certificatesigningrequests/selfnodeclient",))]),
+    ]
+    for signer, name in ((KUBE_APISERVER_CLIENT, "kube-apiserver-client-approver"),
+                         (KUBE_APISERVER_CLIENT_KUBELET, "kube-apiserver-client-kubelet-approver"),
+                         (KUBELET_SERVING, "kubelet-serving-approver"), (LEGACY_UNKNOWN, "legacy-unknown-approver")):
+        roles.append(cluster_role(prefix + name, [rule(("approve",), (CERTIFICATES,), ("signers",), (signer,))]))
+    return roles
 
 
 def cluster_roles() -> list[Obj]:
@@ -353,7 +401,8 @@ def cluster_roles() -> list[Obj]:
         # minik: a joining machine may exchange its bootstrap token for a node credential, nothing else
         cluster_role("system:minik:node-joiner", [urls(("post",), (JOIN_PATH,))]),
     ]
-    for account, rules in controller_roles().values():
+    roles += _certificate_roles()
+    for account, rules in _controller_accounts().items():
         roles.append(cluster_role(CONTROLLER_ROLE_PREFIX + account, rules))
     return roles
 
@@ -378,8 +427,15 @@ def cluster_role_bindings() -> list[Obj]:
         # minik: who may read the cluster with a `minik token create --role view` token, and who may join
         cluster_binding("minik:view-tokens", "view", [group(VIEW_TOKENS)]),
         cluster_binding("system:minik:node-joiner", "system:minik:node-joiner", [group(JOIN_TOKENS)]),
+        # as kubeadm binds them: a joining machine's bootstrap token may ask for its kubelet's client certificate,
+        # which the csrapproving controller approves, and a node may renew its own
+        cluster_binding("minik:kubelet-bootstrap", "system:node-bootstrapper", [group(JOIN_TOKENS)]),
+        cluster_binding("minik:node-autoapprove-bootstrap",
+                        "system:certificates.k8s.io:certificatesigningrequests:nodeclient", [group(JOIN_TOKENS)]),
+        cluster_binding("minik:node-autoapprove-certificate-rotation",
+                        "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", [group(NODES)]),
     ]
-    for account, _rules in controller_roles().values():
+    for account in _controller_accounts():
         name = CONTROLLER_ROLE_PREFIX + account
         bindings.append(cluster_binding(name, name, [service_account("kube-system", account)]))
     return bindings
@@ -421,7 +477,7 @@ def role_bindings() -> list[Obj]:
 
 def service_accounts() -> list[Obj]:
     """The service accounts the controllers run as (kube-controller-manager makes them in Kubernetes)."""
-    accounts = [("kube-system", account) for account, _rules in controller_roles().values()]
+    accounts = [("kube-system", account) for account in _controller_accounts()]
     accounts += [(namespace, account) for account, namespace, _rules in NAMESPACED_CONTROLLERS.values()]
     return [{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": namespace}}
             for namespace, name in accounts]
