@@ -133,6 +133,10 @@ class EventsView:
 
         body, fields = self._body(info, request)
         meta = body["metadata"]
+        namespaces = self.api.registry.get("", "v1", "namespaces")
+        if namespaces is not None and self.api.store.get(namespaces.key(None, info.namespace or "")) is None:
+            # NamespaceLifecycle's answer comes before validation, as in Kubernetes' chain
+            raise not_found_error("namespaces", "", info.namespace or "")
         self._refuse(str(meta.get("name") or meta.get("generateName") or ""), self.view.strategy.validate(body))
         created = await self._core_call(self.core.create(to_core(body), info.namespace, user,
                                                          _dry_run(request.query), self._fields(request, info.verb)))

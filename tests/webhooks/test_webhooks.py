@@ -427,5 +427,8 @@ async def test_a_service_without_endpoints_is_a_call_failure_in_kubernetes_words
 def test_the_webhook_plugins_close_the_admission_chain(cluster: Cluster) -> None:
     assert cluster.api is not None
     names = [plugin.name for plugin in cluster.api.admission.plugins]
-    assert names[-3:] == ["MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook"]
+    # the webhooks and policies come after every built-in step, and only the quota after them: it charges what
+    # they let through, as in Kubernetes
+    assert names[-4:] == ["MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook",
+                          "ResourceQuota"]
     assert names.index("PodSecurity") < names.index("MutatingAdmissionWebhook")
