@@ -4,7 +4,12 @@ Every write names a field manager (``?fieldManager=``, or the User-Agent up to i
 ``metadata.managedFields`` records, per manager and operation, the fields it owns:
 
 - a create, update or non-apply patch (``FieldManager``) is an ``Update``: the manager takes the fields it
-  changed from whoever owned them, and removed fields leave every owner;
+  changed from whoever owned them (appliers too: their next apply of another value conflicts with it), and removed
+  fields leave every owner. A write that sends no managedFields keeps the object's (clients that do not know
+  them, such as informers' caches, cannot wipe them); ``[]`` or ``[{}]`` resets them. An object that has none is
+  not tracked by updates (only a create or an apply starts tracking), as in Kubernetes;
+- writes to the ``status`` and ``scale`` subresources are Updates recorded with their subresource, owning what
+  the subresource can change (status; spec.replicas), and never set managedFields from their body;
 - an apply (``Applier``, ``application/apply-patch+yaml``) is an ``Apply``: the configuration is merged into the
   object (keyed lists item by item), the applier owns exactly the fields of its configuration, fields it applied
   before and no longer applies are removed unless someone else owns them, and changing a field another manager
@@ -44,6 +49,8 @@ LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 KUBECTL_APPLY = "kubectl"
 BEFORE_FIRST_APPLY = "before-first-apply"
 ANCIENT_CHANGES = "ancient-changes"
+#: the manager of a write whose request names none (no fieldManager, no User-Agent)
+UNKNOWN_MANAGER = "unknown"
 MAX_UPDATE_MANAGERS = 10
 MAX_MANAGER_LENGTH = 128
 
@@ -226,6 +233,21 @@ def _status_only(obj: Obj) -> Obj:
     return {"status": obj["status"]} if "status" in obj else {}
 
 
+def _replicas_only(obj: Obj) -> Obj:
+    spec = obj.get("spec")
+    return {"spec": {"replicas": spec["replicas"]}} if isinstance(spec, dict) and "replicas" in spec else {}
+
+
+#: what a write to a subresource can change, the only part of the objects its manager compares
+_SUBRESOURCE_VIEWS = {"status": _status_only, "scale": _replicas_only}
+_REPLICAS: Path = ("f:spec", "f:replicas")
+
+
+def _is_reset(managed_fields: Any) -> bool:
+    """Kubernetes' reset of managedFields: an empty list, or a list of one empty entry."""
+    return isinstance(managed_fields, list) and (managed_fields == [] or managed_fields == [{}])
+
+
 def _without_managed_fields(obj: Obj) -> Obj:
     out = dict(obj)
     meta = dict(out.get("metadata") or {})
@@ -285,24 +307,28 @@ class FieldManager:
 
     @classmethod
     def for_request(cls, resource: ResourceType, request: ApiRequest, verb: str,
-                    subresource: str | None) -> FieldManager | None:
-        """The manager of a create, update or non-apply patch; None when the request names none."""
+                    subresource: str | None) -> FieldManager:
+        """The manager of a create, update or non-apply patch: ``unknown`` when the request names none, as
+        Kubernetes names it."""
         _check_options(request, {"create": "CreateOptions", "update": "UpdateOptions"}.get(verb, "PatchOptions"),
                        apply=False)
-        name = manager_name(request)
-        return cls(resource, name, subresource) if name else None
+        return cls(resource, manager_name(request) or UNKNOWN_MANAGER, subresource)
 
     def relevant(self, path: Path) -> bool:
-        """Whether this write can own ``path``: the status subresource owns status only, and for kinds with a
-        status subresource the main resource owns everything but status."""
+        """Whether this write can own ``path``: the status subresource owns status only, the scale subresource
+        spec.replicas only, and for kinds with a status subresource the main resource owns everything but
+        status."""
         if self.subresource == "status":
             return path[0] == "f:status"
+        if self.subresource == "scale":
+            return path == _REPLICAS
         return not (path[0] == "f:status" and self.resource.strategy.has_status)
 
     def _changes(self, old: Obj, new: Obj) -> tuple[FieldSet, FieldSet]:
         """(changed, removed) from ``old`` to ``new``, among the fields this write can own."""
-        if self.subresource == "status":  # it owns status only: the rest of the objects need no comparing
-            diff = fieldpath.compare(_status_only(old), _status_only(new), self.shape)
+        view = _SUBRESOURCE_VIEWS.get(self.subresource)
+        if view is not None:  # it owns what its subresource changes: the rest of the objects need no comparing
+            diff = fieldpath.compare(view(old), view(new), self.shape)
         else:
             diff = fieldpath.compare(_without_managed_fields(old), _without_managed_fields(new), self.shape)
         changed = {p for p in diff.changed if self.relevant(p)} - _STRIPPED
@@ -321,22 +347,28 @@ class FieldManager:
             obj["metadata"]["managedFields"] = [_entry_record(self.key, now_rfc3339(), tree)]
 
     def updated(self, new: Obj, current: Obj) -> None:
-        """Managed fields a client sends replace the object's (that is how they are reset or migrated);
-        otherwise the object's are kept, and this manager takes what the write changed."""
+        """Record the write of ``new`` over ``current``. Which managedFields it starts from is Kubernetes'
+        choice: a subresource write, or a write that sends none (or unreadable ones), keeps the object's; managed
+        fields a client sends to the main resource replace them (that is how they are migrated), and ``[]`` or
+        ``[{}]`` resets them. An object that then has none stays untracked."""
         meta = new["metadata"]
         managed_fields = current["metadata"].get("managedFields")
         given = meta.get("managedFields")
-        if given and given != managed_fields and not self.subresource and Managed.of(new) is not None:
-            managed_fields = given
+        if not self.subresource and given is not None and given != managed_fields:
+            if _is_reset(given):
+                managed_fields = None
+            elif given and Managed.of(new) is not None:
+                managed_fields = given
+        if not managed_fields:
+            meta.pop("managedFields", None)
+            return
         changed, removed = self._changes(current, new)
         if changed or removed:
             # the stored entries, or the client's, which Managed.of(new) has just checked
             managed = Managed.of({"metadata": {"managedFields": managed_fields}}, stored=True) or Managed()
             self._record(managed, current, new, (changed, removed))
-        elif managed_fields:
-            meta["managedFields"] = managed_fields
         else:
-            meta.pop("managedFields", None)
+            meta["managedFields"] = managed_fields
 
     def _record(self, managed: Managed, old: Obj, new: Obj,
                 changes: tuple[FieldSet, FieldSet] | None = None) -> None:

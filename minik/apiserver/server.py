@@ -477,7 +477,7 @@ class ApiServer:
         resource = info.resource
         result = await self.rest(resource).patch(info.namespace, info.name or "", apply, user, None,
                                                  _dry_run(request.query),
-                                                 FieldManager.for_request(resource, request, info.verb, None))
+                                                 FieldManager.for_request(resource, request, info.verb, "scale"))
         obj = result.object() if isinstance(result, Record) else result
         return ApiResponse.json(scale.to_scale(resource, obj))
 
