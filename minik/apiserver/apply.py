@@ -25,8 +25,7 @@ from __future__ import annotations
 import copy
 import functools
 import unicodedata
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 
@@ -59,9 +58,10 @@ _BOOLS = {"true": True, "True": True, "TRUE": True, "t": True, "T": True, "1": T
           "false": False, "False": False, "FALSE": False, "f": False, "F": False, "0": False}
 
 #: fields nobody owns: identity and what the server sets
+_META_STRIPPED = frozenset({"name", "namespace", "creationTimestamp", "selfLink", "uid", "clusterName", "generation",
+                            "managedFields", "resourceVersion"})
 _STRIPPED: FieldSet = {("f:apiVersion",), ("f:kind",), ("f:metadata",)} | {
-    ("f:metadata", "f:" + name) for name in ("name", "namespace", "creationTimestamp", "selfLink", "uid",
-                                             "clusterName", "generation", "managedFields", "resourceVersion")}
+    ("f:metadata", "f:" + name) for name in _META_STRIPPED}
 
 
 # -- the manager of a request -------------------------------------------------------------------------------
@@ -96,9 +96,9 @@ def _check_options(request: ApiRequest, options_kind: str, apply: bool) -> None:
 
 
 # -- managedFields ------------------------------------------------------------------------------------------
-@dataclass(frozen=True, order=True)
-class ManagerKey:
-    """One entry of managedFields is one (manager, operation, apiVersion, subresource)."""
+class ManagerKey(NamedTuple):
+    """One entry of managedFields is one (manager, operation, apiVersion, subresource). A tuple: it is made for
+    every write, and hashed and compared as a dict key."""
 
     manager: str
     operation: str
@@ -291,10 +291,36 @@ def _zero_struct(type_name: str | None) -> Obj:
     return {}
 
 
+#: the fieldsV1 of recent creates, by kind and the JSON of what the creator set: the pods of one ReplicaSet (one
+#: Job, one DaemonSet...) differ only in what the record leaves out (name, uid), so most creates find theirs here
+_CREATION_TREES: dict[tuple[str, str, bytes], bytes] = {}
+_CREATION_TREES_KEPT = 256
+
+
+def _creation_tree(resource: ResourceType, owned: Obj, shape: fieldpath.Shape) -> Obj:
+    """``fieldpath.creation_tree`` of ``owned``, remembered for the next create of the same content. Each caller
+    gets a tree of its own (decoded from the remembered JSON)."""
+    try:
+        content = orjson.dumps(owned)
+    except TypeError:  # not JSON (the store refuses it later): nothing to remember it by
+        return fieldpath.creation_tree(owned, _zero(resource), shape)
+    key = (resource.group, resource.kind, content)
+    known = _CREATION_TREES.get(key)
+    if known is not None:
+        tree: Obj = orjson.loads(known)
+        return tree
+    tree = fieldpath.creation_tree(owned, _zero(resource), shape)
+    if len(_CREATION_TREES) >= _CREATION_TREES_KEPT:
+        del _CREATION_TREES[next(iter(_CREATION_TREES))]  # the oldest
+    _CREATION_TREES[key] = orjson.dumps(tree)
+    return tree
+
+
 # -- Update -------------------------------------------------------------------------------------------------
 class FieldManager:
     """Records a create, update or patch as an ``Update`` by one manager. ResourceRest calls ``created`` and
-    ``updated`` with the object about to be stored (defaults filled in)."""
+    ``updated`` with the object about to be stored (defaults filled in). It holds nothing of one request, so
+    ``for_request`` hands the same one to every write of a manager to a resource."""
 
     operation = "Update"
 
@@ -304,6 +330,10 @@ class FieldManager:
         self.subresource = subresource or ""
         self.shape = fieldpath.kind_shape(resource.kind)
         self.key = ManagerKey(manager, self.operation, resource.api_version, self.subresource)
+        #: the top-level fields a create (of the main resource) does not own: identity, metadata (taken apart),
+        #: and status where the status subresource owns it
+        self._not_created = frozenset({"apiVersion", "kind", "metadata"} | (
+            {"status"} if not self.relevant(("f:status",)) else set()))
 
     @classmethod
     def for_request(cls, resource: ResourceType, request: ApiRequest, verb: str,
@@ -312,7 +342,14 @@ class FieldManager:
         Kubernetes names it."""
         _check_options(request, {"create": "CreateOptions", "update": "UpdateOptions"}.get(verb, "PatchOptions"),
                        apply=False)
-        return cls(resource, manager_name(request) or UNKNOWN_MANAGER, subresource)
+        name = manager_name(request) or UNKNOWN_MANAGER
+        key = (resource.group, resource.version, resource.plural, name, subresource or "")
+        known = _FIELD_MANAGERS.get(key)
+        if known is None or known.resource is not resource or type(known) is not cls:
+            if len(_FIELD_MANAGERS) >= _FIELD_MANAGERS_KEPT:
+                _FIELD_MANAGERS.clear()
+            known = _FIELD_MANAGERS[key] = cls(resource, name, subresource)
+        return known
 
     def relevant(self, path: Path) -> bool:
         """Whether this write can own ``path``: the status subresource owns status only, the scale subresource
@@ -338,11 +375,11 @@ class FieldManager:
     def created(self, obj: Obj) -> None:
         """The creator owns everything it set (defaults included). The same as ``take`` from the empty object,
         computed in one pass."""
-        owned = {name: value for name, value in obj.items() if ("f:" + name,) not in _STRIPPED
-                 and self.relevant(("f:" + name,))}
+        skipped = self._not_created
+        owned = {name: value for name, value in obj.items() if name not in skipped}
         owned["metadata"] = {name: value for name, value in obj.get("metadata", {}).items()
-                             if ("f:metadata", "f:" + name) not in _STRIPPED}
-        tree = fieldpath.creation_tree(owned, _zero(self.resource), self.shape)
+                             if name not in _META_STRIPPED}
+        tree = _creation_tree(self.resource, owned, self.shape)
         if tree:
             obj["metadata"]["managedFields"] = [_entry_record(self.key, now_rfc3339(), tree)]
 
@@ -384,6 +421,11 @@ class FieldManager:
             entry = managed.entries.setdefault(self.key, Entry(set(), None))
             entry.fields |= changed
             entry.time = now_rfc3339()
+
+
+#: the FieldManager of each (resource, manager, subresource) seen lately
+_FIELD_MANAGERS: dict[tuple[str, str, str, str, str], FieldManager] = {}
+_FIELD_MANAGERS_KEPT = 1024
 
 
 # -- Apply --------------------------------------------------------------------------------------------------
