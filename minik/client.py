@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import platform
 import ssl as ssl_module
+import sys
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -23,6 +25,7 @@ from typing import Any, NamedTuple, Protocol
 import aiohttp
 import orjson
 
+from minik import __version__
 from minik.api.errors import StatusError
 from minik.api.registry import Registry, ResourceType
 
@@ -41,6 +44,16 @@ _GENERIC_REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 40
                     405: "MethodNotAllowed", 406: "NotAcceptable", 409: "Conflict", 410: "Gone",
                     413: "RequestEntityTooLarge", 415: "UnsupportedMediaType", 422: "Invalid",
                     429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable", 504: "Timeout"}
+
+
+def user_agent(program: str) -> str:
+    """A User-Agent in client-go's form, ``PROGRAM/VERSION (OS/ARCH) minik``: the server names the field manager
+    of a write after its first part (``kube-controller-manager``, ``kubelet``...), as Kubernetes does."""
+    return f"{program}/v{__version__} ({sys.platform}/{platform.machine().lower()}) minik"
+
+
+#: the User-Agent of a client that names no program of its own
+DEFAULT_USER_AGENT = user_agent("minik")
 
 
 #: how often a request refused with 429 TooManyRequests is sent again, after the wait the server asks for
@@ -97,12 +110,12 @@ class HttpTransport:
     """HTTP through one aiohttp session, created on first use (it must be created inside the event loop)."""
 
     def __init__(self, url: str, token: str | None = None, timeout_seconds: float = 60.0, *,
-                 ssl: ssl_module.SSLContext | bool | None = None) -> None:
+                 ssl: ssl_module.SSLContext | bool | None = None, agent: str = DEFAULT_USER_AGENT) -> None:
         """``ssl``: a context trusting the cluster's CA (from the kubeconfig), False to skip verification,
-        None for the system's trust store."""
+        None for the system's trust store. ``agent``: the User-Agent (see ``user_agent``)."""
         self.url = url.rstrip("/")
         self._ssl: ssl_module.SSLContext | bool = True if ssl is None else ssl
-        self._headers = {"Accept": JSON}
+        self._headers = {"Accept": JSON, "User-Agent": agent}
         if token:
             self._headers["Authorization"] = f"Bearer {token}"
         self._timeout = aiohttp.ClientTimeout(total=timeout_seconds)
@@ -381,8 +394,9 @@ class Client:
 
     @classmethod
     def http(cls, url: str, token: str | None = None, *, timeout_seconds: float = 60.0,
-             registry: Registry | None = None, ssl: ssl_module.SSLContext | bool | None = None) -> Client:
-        return cls(HttpTransport(url, token, timeout_seconds, ssl=ssl), registry)
+             registry: Registry | None = None, ssl: ssl_module.SSLContext | bool | None = None,
+             agent: str = DEFAULT_USER_AGENT) -> Client:
+        return cls(HttpTransport(url, token, timeout_seconds, ssl=ssl, agent=agent), registry)
 
     async def close(self) -> None:
         await self.transport.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import ipaddress
 import ssl
 import sys
@@ -49,7 +50,7 @@ from minik.apiserver.http import build_server
 from minik.apiserver.limits import Limits
 from minik.apiserver.request import ApiRequest, ApiResponse, User
 from minik.apiserver.server import ApiServer, ApiSettings
-from minik.client import Client
+from minik.client import DEFAULT_USER_AGENT, Client, user_agent
 from minik.controlplane import ControlPlane, StaticPod, proxy_pods
 from minik.inprocess import in_process_client
 from minik.kubeconfig import Config, for_cluster
@@ -80,6 +81,10 @@ class Component(Protocol):
 
 #: gives an in-process client that acts as a user (through authentication, authorization and admission)
 ClientAs = Callable[[User], Client]
+
+#: the program each component's writes name as their User-Agent, and so as their field manager: Kubernetes' own
+COMPONENT_AGENTS = {"scheduler": "kube-scheduler", "controllers": "kube-controller-manager", "node": "kubelet",
+                    "proxy": "kube-proxy"}
 
 #: builds a component from the cluster's settings, its in-process client, a way to get clients for other
 #: identities (the controllers' service accounts) and the control plane the local node shows as static pods; kept
@@ -351,11 +356,12 @@ class Cluster:
         ``Client.http``'s, e.g. timeout_seconds). Closed by the caller."""
         return Client.http(self.url, self.admin_token, ssl=self.client_ssl_context(), **options)
 
-    def in_process_client(self, user: User = ADMIN) -> Client:
+    def in_process_client(self, user: User = ADMIN, agent: str = DEFAULT_USER_AGENT) -> Client:
         """A client that reaches this cluster's API in-process as ``user`` (through authentication with a token
-        minted for it, authorization and admission, as any client). Closed by the caller, or at stop."""
+        minted for it, authorization and admission, as any client), with ``agent`` as its User-Agent. Closed by
+        the caller, or at stop."""
         assert self.api is not None, "the cluster is not started"
-        client = in_process_client(self.api, mint(self.tokens, user))
+        client = in_process_client(self.api, mint(self.tokens, user), agent)
         self._clients.append(client)
         return client
 
@@ -448,7 +454,7 @@ class Cluster:
             self.progress(Step("apiserver", self.url, f"API server listening on {self.url}"))
             api = self.api
             self.control_plane.add(StaticPod("apiserver", ready=lambda: api.ready and self._server is not None))
-            self.client = self.in_process_client(APISERVER)
+            self.client = self.in_process_client(APISERVER, user_agent("kube-apiserver"))
             if not s.plain_http:  # a joining node pins the CA it finds over TLS: nothing to pin over plain HTTP
                 from minik import joinserver
 
@@ -501,8 +507,10 @@ class Cluster:
         for name, factory in FACTORIES.items():
             if name in self.settings.disabled:
                 continue
-            component = factory(settings, self.in_process_client(self.component_user(name)),
-                                self.in_process_client, self.control_plane)
+            agent = user_agent(COMPONENT_AGENTS.get(name, name))
+            client_as: ClientAs = functools.partial(self.in_process_client, agent=agent)
+            component = factory(settings, self.in_process_client(self.component_user(name), agent), client_as,
+                                self.control_plane)
             source = SOURCE.set(name)
             try:
                 await component.start()

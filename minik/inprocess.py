@@ -13,7 +13,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 
 from minik.apiserver.request import ApiRequest
 from minik.apiserver.server import ApiServer
-from minik.client import JSON, Client, Response, StreamedResponse
+from minik.client import DEFAULT_USER_AGENT, JSON, Client, Response, StreamedResponse
 
 
 class _Chunks:
@@ -42,9 +42,10 @@ class InProcessTransport:
     going away would.
     """
 
-    def __init__(self, api: ApiServer, token: str | None = None) -> None:
+    def __init__(self, api: ApiServer, token: str | None = None, agent: str = DEFAULT_USER_AGENT) -> None:
         self.api = api
         self._token = token
+        self._agent = agent
         # the request headers for each content type, made once (the server only reads them)
         self._headers: dict[str | None, CIMultiDictProxy[str]] = {}
 
@@ -52,7 +53,7 @@ class InProcessTransport:
                  content_type: str | None) -> ApiRequest:
         headers = self._headers.get(content_type)
         if headers is None:
-            made: CIMultiDict[str] = CIMultiDict({"Accept": JSON})
+            made: CIMultiDict[str] = CIMultiDict({"Accept": JSON, "User-Agent": self._agent})
             if content_type:
                 made["Content-Type"] = content_type
             if self._token:
@@ -89,6 +90,7 @@ class InProcessTransport:
         return None
 
 
-def in_process_client(api: ApiServer, token: str | None = None) -> Client:
-    """A client of ``api`` in this process, authenticating with ``token``."""
-    return Client(InProcessTransport(api, token), api.registry)
+def in_process_client(api: ApiServer, token: str | None = None, agent: str = DEFAULT_USER_AGENT) -> Client:
+    """A client of ``api`` in this process, authenticating with ``token``; ``agent`` is its User-Agent, which
+    names the field manager of its writes."""
+    return Client(InProcessTransport(api, token, agent), api.registry)

@@ -4,7 +4,12 @@ Every write names a field manager (``?fieldManager=``, or the User-Agent up to i
 ``metadata.managedFields`` records, per manager and operation, the fields it owns:
 
 - a create, update or non-apply patch (``FieldManager``) is an ``Update``: the manager takes the fields it
-  changed from whoever owned them, and removed fields leave every owner;
+  changed from whoever owned them (appliers too: their next apply of another value conflicts with it), and removed
+  fields leave every owner. A write that sends no managedFields keeps the object's (clients that do not know
+  them, such as informers' caches, cannot wipe them); ``[]`` or ``[{}]`` resets them. An object that has none is
+  not tracked by updates (only a create or an apply starts tracking), as in Kubernetes;
+- writes to the ``status`` and ``scale`` subresources are Updates recorded with their subresource, owning what
+  the subresource can change (status; spec.replicas), and never set managedFields from their body;
 - an apply (``Applier``, ``application/apply-patch+yaml``) is an ``Apply``: the configuration is merged into the
   object (keyed lists item by item), the applier owns exactly the fields of its configuration, fields it applied
   before and no longer applies are removed unless someone else owns them, and changing a field another manager
@@ -20,8 +25,7 @@ from __future__ import annotations
 import copy
 import functools
 import unicodedata
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 
@@ -44,6 +48,8 @@ LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 KUBECTL_APPLY = "kubectl"
 BEFORE_FIRST_APPLY = "before-first-apply"
 ANCIENT_CHANGES = "ancient-changes"
+#: the manager of a write whose request names none (no fieldManager, no User-Agent)
+UNKNOWN_MANAGER = "unknown"
 MAX_UPDATE_MANAGERS = 10
 MAX_MANAGER_LENGTH = 128
 
@@ -52,9 +58,10 @@ _BOOLS = {"true": True, "True": True, "TRUE": True, "t": True, "T": True, "1": T
           "false": False, "False": False, "FALSE": False, "f": False, "F": False, "0": False}
 
 #: fields nobody owns: identity and what the server sets
+_META_STRIPPED = frozenset({"name", "namespace", "creationTimestamp", "selfLink", "uid", "clusterName", "generation",
+                            "managedFields", "resourceVersion"})
 _STRIPPED: FieldSet = {("f:apiVersion",), ("f:kind",), ("f:metadata",)} | {
-    ("f:metadata", "f:" + name) for name in ("name", "namespace", "creationTimestamp", "selfLink", "uid",
-                                             "clusterName", "generation", "managedFields", "resourceVersion")}
+    ("f:metadata", "f:" + name) for name in _META_STRIPPED}
 
 
 # -- the manager of a request -------------------------------------------------------------------------------
@@ -89,9 +96,9 @@ def _check_options(request: ApiRequest, options_kind: str, apply: bool) -> None:
 
 
 # -- managedFields ------------------------------------------------------------------------------------------
-@dataclass(frozen=True, order=True)
-class ManagerKey:
-    """One entry of managedFields is one (manager, operation, apiVersion, subresource)."""
+class ManagerKey(NamedTuple):
+    """One entry of managedFields is one (manager, operation, apiVersion, subresource). A tuple: it is made for
+    every write, and hashed and compared as a dict key."""
 
     manager: str
     operation: str
@@ -226,6 +233,21 @@ def _status_only(obj: Obj) -> Obj:
     return {"status": obj["status"]} if "status" in obj else {}
 
 
+def _replicas_only(obj: Obj) -> Obj:
+    spec = obj.get("spec")
+    return {"spec": {"replicas": spec["replicas"]}} if isinstance(spec, dict) and "replicas" in spec else {}
+
+
+#: what a write to a subresource can change, the only part of the objects its manager compares
+_SUBRESOURCE_VIEWS = {"status": _status_only, "scale": _replicas_only}
+_REPLICAS: Path = ("f:spec", "f:replicas")
+
+
+def _is_reset(managed_fields: Any) -> bool:
+    """Kubernetes' reset of managedFields: an empty list, or a list of one empty entry."""
+    return isinstance(managed_fields, list) and (managed_fields == [] or managed_fields == [{}])
+
+
 def _without_managed_fields(obj: Obj) -> Obj:
     out = dict(obj)
     meta = dict(out.get("metadata") or {})
@@ -269,10 +291,36 @@ def _zero_struct(type_name: str | None) -> Obj:
     return {}
 
 
+#: the fieldsV1 of recent creates, by kind and the JSON of what the creator set: the pods of one ReplicaSet (one
+#: Job, one DaemonSet...) differ only in what the record leaves out (name, uid), so most creates find theirs here
+_CREATION_TREES: dict[tuple[str, str, bytes], bytes] = {}
+_CREATION_TREES_KEPT = 256
+
+
+def _creation_tree(resource: ResourceType, owned: Obj, shape: fieldpath.Shape) -> Obj:
+    """``fieldpath.creation_tree`` of ``owned``, remembered for the next create of the same content. Each caller
+    gets a tree of its own (decoded from the remembered JSON)."""
+    try:
+        content = orjson.dumps(owned)
+    except TypeError:  # not JSON (the store refuses it later): nothing to remember it by
+        return fieldpath.creation_tree(owned, _zero(resource), shape)
+    key = (resource.group, resource.kind, content)
+    known = _CREATION_TREES.get(key)
+    if known is not None:
+        tree: Obj = orjson.loads(known)
+        return tree
+    tree = fieldpath.creation_tree(owned, _zero(resource), shape)
+    if len(_CREATION_TREES) >= _CREATION_TREES_KEPT:
+        del _CREATION_TREES[next(iter(_CREATION_TREES))]  # the oldest
+    _CREATION_TREES[key] = orjson.dumps(tree)
+    return tree
+
+
 # -- Update -------------------------------------------------------------------------------------------------
 class FieldManager:
     """Records a create, update or patch as an ``Update`` by one manager. ResourceRest calls ``created`` and
-    ``updated`` with the object about to be stored (defaults filled in)."""
+    ``updated`` with the object about to be stored (defaults filled in). It holds nothing of one request, so
+    ``for_request`` hands the same one to every write of a manager to a resource."""
 
     operation = "Update"
 
@@ -284,27 +332,42 @@ class FieldManager:
         self.shape = fieldpath.kind_shape(resource.kind) if resource.custom is None else \
             fieldpath.custom_shape(resource.custom.schema)
         self.key = ManagerKey(manager, self.operation, resource.api_version, self.subresource)
+        #: the top-level fields a create (of the main resource) does not own: identity, metadata (taken apart),
+        #: and status where the status subresource owns it
+        self._not_created = frozenset({"apiVersion", "kind", "metadata"} | (
+            {"status"} if not self.relevant(("f:status",)) else set()))
 
     @classmethod
     def for_request(cls, resource: ResourceType, request: ApiRequest, verb: str,
-                    subresource: str | None) -> FieldManager | None:
-        """The manager of a create, update or non-apply patch; None when the request names none."""
+                    subresource: str | None) -> FieldManager:
+        """The manager of a create, update or non-apply patch: ``unknown`` when the request names none, as
+        Kubernetes names it."""
         _check_options(request, {"create": "CreateOptions", "update": "UpdateOptions"}.get(verb, "PatchOptions"),
                        apply=False)
-        name = manager_name(request)
-        return cls(resource, name, subresource) if name else None
+        name = manager_name(request) or UNKNOWN_MANAGER
+        key = (resource.group, resource.version, resource.plural, name, subresource or "")
+        known = _FIELD_MANAGERS.get(key)
+        if known is None or known.resource is not resource or type(known) is not cls:
+            if len(_FIELD_MANAGERS) >= _FIELD_MANAGERS_KEPT:
+                _FIELD_MANAGERS.clear()
+            known = _FIELD_MANAGERS[key] = cls(resource, name, subresource)
+        return known
 
     def relevant(self, path: Path) -> bool:
-        """Whether this write can own ``path``: the status subresource owns status only, and for kinds with a
-        status subresource the main resource owns everything but status."""
+        """Whether this write can own ``path``: the status subresource owns status only, the scale subresource
+        spec.replicas only, and for kinds with a status subresource the main resource owns everything but
+        status."""
         if self.subresource == "status":
             return path[0] == "f:status"
+        if self.subresource == "scale":
+            return path == _REPLICAS
         return not (path[0] == "f:status" and self.resource.strategy.has_status)
 
     def _changes(self, old: Obj, new: Obj) -> tuple[FieldSet, FieldSet]:
         """(changed, removed) from ``old`` to ``new``, among the fields this write can own."""
-        if self.subresource == "status":  # it owns status only: the rest of the objects need no comparing
-            diff = fieldpath.compare(_status_only(old), _status_only(new), self.shape)
+        view = _SUBRESOURCE_VIEWS.get(self.subresource)
+        if view is not None:  # it owns what its subresource changes: the rest of the objects need no comparing
+            diff = fieldpath.compare(view(old), view(new), self.shape)
         else:
             diff = fieldpath.compare(_without_managed_fields(old), _without_managed_fields(new), self.shape)
         changed = {p for p in diff.changed if self.relevant(p)} - _STRIPPED
@@ -314,31 +377,37 @@ class FieldManager:
     def created(self, obj: Obj) -> None:
         """The creator owns everything it set (defaults included). The same as ``take`` from the empty object,
         computed in one pass."""
-        owned = {name: value for name, value in obj.items() if ("f:" + name,) not in _STRIPPED
-                 and self.relevant(("f:" + name,))}
+        skipped = self._not_created
+        owned = {name: value for name, value in obj.items() if name not in skipped}
         owned["metadata"] = {name: value for name, value in obj.get("metadata", {}).items()
-                             if ("f:metadata", "f:" + name) not in _STRIPPED}
-        tree = fieldpath.creation_tree(owned, _zero(self.resource), self.shape)
+                             if name not in _META_STRIPPED}
+        tree = _creation_tree(self.resource, owned, self.shape)
         if tree:
             obj["metadata"]["managedFields"] = [_entry_record(self.key, now_rfc3339(), tree)]
 
     def updated(self, new: Obj, current: Obj) -> None:
-        """Managed fields a client sends replace the object's (that is how they are reset or migrated);
-        otherwise the object's are kept, and this manager takes what the write changed."""
+        """Record the write of ``new`` over ``current``. Which managedFields it starts from is Kubernetes'
+        choice: a subresource write, or a write that sends none (or unreadable ones), keeps the object's; managed
+        fields a client sends to the main resource replace them (that is how they are migrated), and ``[]`` or
+        ``[{}]`` resets them. An object that then has none stays untracked."""
         meta = new["metadata"]
         managed_fields = current["metadata"].get("managedFields")
         given = meta.get("managedFields")
-        if given and given != managed_fields and not self.subresource and Managed.of(new) is not None:
-            managed_fields = given
+        if not self.subresource and given is not None and given != managed_fields:
+            if _is_reset(given):
+                managed_fields = None
+            elif given and Managed.of(new) is not None:
+                managed_fields = given
+        if not managed_fields:
+            meta.pop("managedFields", None)
+            return
         changed, removed = self._changes(current, new)
         if changed or removed:
             # the stored entries, or the client's, which Managed.of(new) has just checked
             managed = Managed.of({"metadata": {"managedFields": managed_fields}}, stored=True) or Managed()
             self._record(managed, current, new, (changed, removed))
-        elif managed_fields:
-            meta["managedFields"] = managed_fields
         else:
-            meta.pop("managedFields", None)
+            meta["managedFields"] = managed_fields
 
     def _record(self, managed: Managed, old: Obj, new: Obj,
                 changes: tuple[FieldSet, FieldSet] | None = None) -> None:
@@ -354,6 +423,11 @@ class FieldManager:
             entry = managed.entries.setdefault(self.key, Entry(set(), None))
             entry.fields |= changed
             entry.time = now_rfc3339()
+
+
+#: the FieldManager of each (resource, manager, subresource) seen lately
+_FIELD_MANAGERS: dict[tuple[str, str, str, str, str], FieldManager] = {}
+_FIELD_MANAGERS_KEPT = 1024
 
 
 # -- Apply --------------------------------------------------------------------------------------------------

@@ -15,7 +15,6 @@ places where server-side apply differs from it; a custom resource's from its CRD
 from __future__ import annotations
 
 import copy
-import functools
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -74,7 +73,13 @@ _shapes: dict[tuple[str | None, str], Shape] = {}
 
 def kind_shape(kind: str) -> Shape:
     """The shape of a whole object of ``kind`` (its fields are patchmeta's top-level fields of the kind)."""
-    return Shape(type="kind:" + kind)
+    found = _kinds.get(kind)
+    if found is None:
+        found = _kinds[kind] = Shape(type="kind:" + kind)
+    return found
+
+
+_kinds: dict[str, Shape] = {}
 
 
 #: the schema nodes of custom resources' shapes, by the type name their shapes carry (``crd:HASH/field/...``)
@@ -146,10 +151,15 @@ def _child(type_name: str | None, name: str) -> Shape:
                  atomic=field_type in _ATOMIC_TYPES and not keys)
 
 
-@functools.cache
+_items: dict[str | None, Shape] = {}
+
+
 def item(shape: Shape) -> Shape:
     """The shape of an item of a list of ``shape``."""
-    return Shape(type=shape.type, atomic=shape.type in _ATOMIC_TYPES)
+    found = _items.get(shape.type)
+    if found is None:
+        found = _items[shape.type] = Shape(type=shape.type, atomic=shape.type in _ATOMIC_TYPES)
+    return found
 
 
 def _json(value: Any) -> str:
@@ -175,12 +185,26 @@ def item_element(shape: Shape, value: Any) -> str | None:
 def list_elements(shape: Shape, items: Any) -> list[str] | None:
     """The path elements of a granular list's items, or None when the list is atomic here (not granular, an item
     without its keys, or two items with one key)."""
-    if not shape.granular_list or not isinstance(items, list):
+    if not isinstance(items, list):
         return None
-    elements = [item_element(shape, i) for i in items]
-    if any(e is None for e in elements) or len(set(elements)) != len(elements):
+    if len(shape.keys) == 1:  # the common case, written out: ``k:{"name":"c"}``
+        [(name, default)] = shape.keys
+        elements = []
+        for entry in items:
+            found = entry.get(name, default) if type(entry) is dict else None
+            if found is None:
+                return None
+            elements.append('k:{"' + name + '":' + orjson.dumps(found, option=orjson.OPT_SORT_KEYS).decode() + "}")
+    elif shape.granular_list:
+        elements = []
+        for entry in items:
+            element = item_element(shape, entry)
+            if element is None:
+                return None
+            elements.append(element)
+    else:
         return None
-    return elements  # type: ignore[return-value]
+    return elements if len(set(elements)) == len(elements) else None
 
 
 # -- sets of an object --------------------------------------------------------------------------------------
@@ -276,36 +300,59 @@ def _compare(old: Any, new: Any, shape: Shape, path: Path, out: Comparison) -> N
 def creation_tree(obj: Obj, zero: Obj, shape: Shape) -> dict[str, Any]:
     """``encode(compare(zero, obj, shape).changed)`` for a new object, built in one pass: creates are the hot
     path. ``zero`` holds only empty values (the structs an empty object has)."""
-    return _creation(obj, zero, shape)
+    return _creation(obj, zero, shape, False)
 
 
-def _creation(value: dict[str, Any], zero: Any, shape: Shape) -> dict[str, Any]:
-    tree: dict[str, Any] = {}
-    zero_dict = zero if type(zero) is dict else {}
-    for name in sorted(value):
+def _creation(value: dict[str, Any], zero: Any, shape: Shape, member: bool) -> dict[str, Any]:
+    """The tree of ``value``'s fields that differ from ``zero``'s; ``member``: the value itself is new (its node
+    starts with ``"."``). Leaves are the common case and take the shortest path."""
+    tree: dict[str, Any] = {MEMBER: {}} if member else {}
+    zero_dict = zero if type(zero) is dict else _NO_FIELDS
+    for name in sorted(value) if len(value) > 1 else value:
         sub = value[name]
-        was = zero_dict.get(name, _MISSING)
         kind = type(sub)
-        node: dict[str, Any] | None = None
-        if (kind is dict or kind is list) and sub:
-            sub_shape = child(shape, name)
-            if kind is dict and not sub_shape.atomic:
-                node = _creation(sub, was, sub_shape)
-            elif kind is list and (elements := list_elements(sub_shape, sub)) is not None:
-                inner = FREE if sub_shape.is_set else item(sub_shape)
-                node = {}
-                for element, entry in sorted(zip(elements, sub), key=lambda pair: pair[0]):
-                    grand = _creation(entry, _MISSING, inner) if type(entry) is dict and not inner.atomic else {}
-                    node[element] = {MEMBER: {}, **grand} if grand else {}
-        if node is None:  # a leaf: scalar, null, empty, atomic
-            if was is _MISSING or was != sub:
-                tree["f:" + name] = {}
+        if kind is dict:
+            if sub:
+                sub_shape = child(shape, name)
+                if not sub_shape.atomic:
+                    was = zero_dict.get(name, _MISSING)
+                    node = _creation(sub, was, sub_shape, was is _MISSING)
+                    if node:
+                        tree["f:" + name] = node
+                    continue
+        elif kind is list:
+            if sub:
+                sub_shape = child(shape, name)
+                if sub_shape.keys or sub_shape.is_set:
+                    elements = list_elements(sub_shape, sub)
+                    if elements is not None:
+                        tree["f:" + name] = _creation_list(sub, elements, sub_shape,
+                                                           zero_dict.get(name, _MISSING) is _MISSING)
+                        continue
+        if name in zero_dict and zero_dict[name] == sub:
             continue
-        if was is _MISSING:
-            node = {MEMBER: {}, **node} if node else {}
-        if node or was is _MISSING:
-            tree["f:" + name] = node
+        tree["f:" + name] = {}
     return tree
+
+
+def _creation_list(items: list[Any], elements: list[str], shape: Shape, member: bool) -> dict[str, Any]:
+    node: dict[str, Any] = {MEMBER: {}} if member else {}
+    inner = FREE if shape.is_set else item(shape)
+    granular = not inner.atomic
+    pairs = sorted(zip(elements, items), key=_first) if len(items) > 1 else zip(elements, items)
+    for element, entry in pairs:
+        if granular and type(entry) is dict and entry:
+            node[element] = _creation(entry, _MISSING, inner, True)
+        else:
+            node[element] = {}
+    return node
+
+
+def _first(pair: tuple[str, Any]) -> str:
+    return pair[0]
+
+
+_NO_FIELDS: dict[str, Any] = {}
 
 
 def _leaf(old: Any, new: Any, path: Path, out: Comparison) -> None:

@@ -227,14 +227,14 @@ class ResourceRest:
             meta["name"] = generate_name(generate)
         self.strategy.prepare_for_create(obj)
         self.strategy.default(obj)
+        if fields is not None:  # before admission, as Kubernetes: what admission adds is nobody's
+            fields.created(obj)
         attrs = Attributes("CREATE", self.resource, None, namespace, str(meta.get("name") or ""), obj, None, user,
                            dry_run, _options(fields))
         await self.admission.admit(attrs)
         meta = self._after_mutation(obj, namespace, None)
         for owned in _SERVER_OWNED + ("resourceVersion", "generation"):  # a webhook's patch may not set them
             meta.pop(owned, None)
-        if fields is not None:
-            fields.created(obj)
         meta["uid"] = new_uid()
         meta["creationTimestamp"] = now_rfc3339()
         if self.strategy.tracks_generation:
@@ -393,12 +393,12 @@ class ResourceRest:
         else:
             self.strategy.prepare_for_update(new, current)
             self.strategy.default(new)
+        if fields is not None:  # before admission, as Kubernetes: what admission changes is nobody's
+            fields.updated(new, current)
         attrs = Attributes("UPDATE", self.resource, subresource, namespace, name, new, current, user, dry_run,
                            _options(fields))
         await self.admission.admit(attrs)
         meta = self._after_mutation(new, namespace, name)
-        if fields is not None:
-            fields.updated(new, current)
         if self.strategy.tracks_generation and subresource is None and \
                 self.strategy.spec_of(new) != self.strategy.spec_of(current):
             meta["generation"] = int(old_meta.get("generation") or 0) + 1

@@ -580,7 +580,7 @@ class ApiServer:
         resource = info.resource
         rest = self.rest(resource)
         result = await rest.patch(info.namespace, info.name or "", apply, user, None, _dry_run(request.query),
-                                  FieldManager.for_request(resource, request, info.verb, None))
+                                  FieldManager.for_request(resource, request, info.verb, "scale"))
         obj = orjson.loads(await rest.present(result)) if isinstance(result, Record) else result
         return ApiResponse.json(scale.to_scale(resource, obj))
 

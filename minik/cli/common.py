@@ -24,7 +24,7 @@ from minik.cli.target import Target as Target
 from minik.cli.target import current_target
 from minik.cli.target import default_data_dir as default_data_dir
 from minik.cli.target import target_options as target_options
-from minik.client import Client, HttpTransport, TransportError
+from minik.client import Client, HttpTransport, TransportError, user_agent
 from minik.manifests import ManifestError
 
 T = TypeVar("T")
@@ -91,8 +91,10 @@ class Session:
     def namespace(self, given: str | None) -> str:
         return given or self.endpoint.namespace
 
-    def client(self) -> Client:
-        return Client.http(self.endpoint.server, self.endpoint.token, ssl=self.endpoint.ssl_context())
+    def client(self, program: str = "minik") -> Client:
+        """A client to the target; ``program`` names its User-Agent, and so the field manager of its writes."""
+        return Client.http(self.endpoint.server, self.endpoint.token, ssl=self.endpoint.ssl_context(),
+                           agent=user_agent(program))
 
     def table_client(self) -> Client:
         return Client(_TableTransport(self.endpoint))

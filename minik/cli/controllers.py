@@ -23,7 +23,7 @@ async def _run(session: Session, workers: int, only: tuple[str, ...], grace: flo
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    client = session.client()
+    client = session.client("kube-controller-manager")
     try:
         # the root CA publisher publishes the CA this kubeconfig trusts the API server with
         settings = ControllerSettings(workers=workers, enabled=list(only) or None, host=socket.gethostname(),

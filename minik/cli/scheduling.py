@@ -40,7 +40,7 @@ def scheduler(name: str, percentage_of_nodes_to_score: int, scoring_strategy: st
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        async with session.client() as client:
+        async with session.client("kube-scheduler") as client:
             settings = SchedulerSettings(name=name, percentage_of_nodes_to_score=percentage_of_nodes_to_score,
                                          profile=ProfileConfig(scoring_strategy=scoring_strategy))
             running = Scheduler(client, settings)

@@ -31,7 +31,7 @@ import yaml
 
 from minik import kubeconfig
 from minik.api import tokens
-from minik.client import Client
+from minik.client import Client, user_agent
 from minik.pki.ca import CertificateError, certificate_request, key_pem, load_cert, matches_hash, new_key
 from minik.pki.files import private_dir, write_private
 
@@ -100,7 +100,8 @@ class JoinedNode:
 
     def client(self, *, timeout_seconds: float = 60.0) -> Client:
         """A client to the API as this node (identity system:node:NAME)."""
-        return Client.http(self.server, self.token, timeout_seconds=timeout_seconds, ssl=self.ssl_context())
+        return Client.http(self.server, self.token, timeout_seconds=timeout_seconds, ssl=self.ssl_context(),
+                           agent=user_agent("kubelet"))
 
 
 async def fetch_ca(server: str, *, timeout_seconds: float = TIMEOUT_SECONDS) -> bytes:

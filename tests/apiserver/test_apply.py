@@ -322,3 +322,20 @@ def test_an_update_rewrites_only_the_entries_it_changes() -> None:
     assert entries["one"] is bystander
     assert entries["two"] == {"f:metadata": {"f:labels": {".": {}, "f:x": {}}}}
     assert entries["three"] == {"f:data": {"f:b": {}}}
+
+
+def test_a_create_like_an_earlier_one_gets_the_same_record_in_a_tree_of_its_own() -> None:
+    """Creates of the same content (a ReplicaSet's pods) reuse the record computed for the first, each in a
+    tree of its own; other content gets its own record."""
+    resource = REGISTRY.get("apps", "v1", "deployments")
+    first, second, other = deployment(), deployment(), deployment(containers=("c", "sidecar"))
+    for obj in (first, second, other):
+        FieldManager(resource, "m").created(obj)
+    trees = [obj["metadata"]["managedFields"][0]["fieldsV1"] for obj in (first, second, other)]
+    assert trees[0] == trees[1] and trees[0] is not trees[1]
+    assert trees[0]["f:spec"]["f:template"]["f:spec"]["f:containers"].keys() == {'k:{"name":"c"}'}
+    assert trees[2]["f:spec"]["f:template"]["f:spec"]["f:containers"].keys() == {'k:{"name":"c"}',
+                                                                                 'k:{"name":"sidecar"}'}
+    general = deployment(containers=("c", "sidecar"))
+    FieldManager(resource, "m")._record(Managed(), zero_object(resource), general)
+    assert trees[2] == general["metadata"]["managedFields"][0]["fieldsV1"]
