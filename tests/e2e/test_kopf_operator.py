@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -198,6 +199,10 @@ async def reconcile_a_website(api: Api, operator: Operator, peering_path: str) -
     assert event["involvedObject"]["kind"] == "Website" and event["involvedObject"]["name"] == "blog"
     assert event["type"] == "Normal" and event["source"] == {"component": "kopf"}
     assert event["message"] == "Deployment blog serves this website"
+    # kopf writes its timestamps with Python's isoformat() ("...:34.819123+00:00"); they read back as Kubernetes
+    # writes them, in UTC, to the second and (eventTime, a MicroTime) to the microsecond
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", event["lastTimestamp"]), event
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", event["eventTime"]), event
 
     # a spec change scales the Deployment
     await api.send("PATCH", f"{WEBSITES}/blog", {"spec": {"replicas": 4}}, "application/merge-patch+json")
