@@ -1,5 +1,6 @@
 """What Kubernetes' decoder refuses in a body that parses as JSON: a number its Go integer field cannot hold
-(``replicas: 1099511627776`` in an int32, ``2^64`` in an int64, ``1.5`` anywhere), and how the API server says so.
+(``replicas: 1099511627776`` in an int32, ``2^64`` in an int64, ``1.5`` anywhere), a timestamp that is no string,
+and how the API server says so.
 
 Finding such numbers is the field validation walk's job (minik.apiserver.fieldvalidation), driven by the widths
 schema.json gives every integer field; this module holds what the walk raises and the Statuses it becomes.
@@ -18,19 +19,17 @@ from minik.api.errors import StatusError, bad_request, invalid
 Obj = dict[str, Any]
 
 
-class IntegerOverflow(Exception):
-    """A number an integer field cannot hold, raised by the walk. The walk's frames add the JSON names of the
-    fields it sits in as it passes through them, so the happy path builds no path at all."""
+class FieldDecodeError(Exception):
+    """A value its Go field cannot take, raised by the walk. The walk's frames add the JSON names of the fields it
+    sits in as it passes through them, so the happy path builds no path at all."""
 
-    def __init__(self, value: int | float, kind: schema.IntRange) -> None:
-        super().__init__(value)
-        self.value = value
-        self.kind = kind
+    def __init__(self) -> None:
+        super().__init__()
         self.struct = ""
         self.fields: list[str] = []
 
     def within(self, field: str, type_name: str) -> None:
-        """Note the field the number was found in, and (the first time) the type that has it."""
+        """Note the field the value was found in, and (the first time) the type that has it."""
         self.fields.append(field)
         if not self.struct:
             self.struct = type_name.rsplit(".", 1)[-1]
@@ -42,9 +41,38 @@ class IntegerOverflow(Exception):
 
     @property
     def message(self) -> str:
+        raise NotImplementedError
+
+
+class IntegerOverflow(FieldDecodeError):
+    """A number an integer field cannot hold."""
+
+    def __init__(self, value: int | float, kind: schema.IntRange) -> None:
+        super().__init__()
+        self.value = value
+        self.kind = kind
+
+    @property
+    def message(self) -> str:
         """encoding/json's UnmarshalTypeError, as Kubernetes' decoder words it."""
         return (f"json: cannot unmarshal number {number_literal(self.value)} into Go struct field "
                 f"{self.struct}.{self.path} of type int{self.kind.bits}")
+
+
+class NotAString(FieldDecodeError):
+    """A number, bool, object or array where a timestamp (a Time or MicroTime, which Go reads from a string) goes.
+    Go's decoder words it as for any string field: the error the timestamp's own UnmarshalJSON gets is given the
+    field's context on its way out."""
+
+    def __init__(self, value: object) -> None:
+        super().__init__()
+        self.value = value
+
+    @property
+    def message(self) -> str:
+        kind = {bool: "bool", int: "number", float: "number", dict: "object", list: "array"}.get(type(self.value),
+                                                                                                "value")
+        return f"json: cannot unmarshal {kind} into Go struct field {self.struct}.{self.path} of type string"
 
 
 def number_literal(value: int | float) -> str:

@@ -24,6 +24,14 @@ It also reads the base64 of every ``[]byte`` field (Secret data, ConfigMap binar
 (minik.api.gobytes): line breaks are skipped and the value is stored in canonical base64, as Kubernetes stores
 the bytes; base64 Go cannot decode is refused like a number that does not fit (``illegal base64 data at input
 byte 3``).
+
+Timestamps (Time and MicroTime fields) are read as Go's ``time.Parse`` reads them (minik.api.gotime) and stored
+as Kubernetes stores them, in UTC, to the second or the microsecond: ``2026-11-27T19:52:34.819123+00:00``, as
+Python's ``isoformat()`` writes it, reads back as ``2026-11-27T19:52:34Z`` in an Event's lastTimestamp and as
+``2026-11-27T19:52:34.819123Z`` in its eventTime. What Go cannot parse is refused like a number that does not fit
+(``parsing time "yesterday" as "2006-01-02T15:04:05Z07:00": cannot parse "yesterday" as "2006"``), and so is a
+timestamp that is no string (``json: cannot unmarshal number into Go struct field Event.lastTimestamp of type
+string``).
 """
 
 from __future__ import annotations
@@ -35,13 +43,20 @@ from typing import Any
 import orjson
 import yaml
 
-from minik.api import gobytes, schema
+from minik.api import gobytes, gotime, schema
 from minik.api.crdschema import CompiledSchema
 from minik.api.errors import Cause, bad_request, invalid
 from minik.api.registry import ResourceType
-from minik.api.schema import BYTES
+from minik.api.schema import LEAVES, MICRO_TIME
 from minik.apiserver import codec
-from minik.apiserver.decoding import IntegerOverflow, decode_error, fits, patch_decode_error
+from minik.apiserver.decoding import (
+    FieldDecodeError,
+    IntegerOverflow,
+    NotAString,
+    decode_error,
+    fits,
+    patch_decode_error,
+)
 
 Obj = dict[str, Any]
 
@@ -118,8 +133,8 @@ class FieldValidation:
             return obj
         try:
             unknown = prune(obj, self.type_name) if guide is None else prune_patched(obj, guide, self.type_name)
-        except (IntegerOverflow, gobytes.IllegalBase64) as exc:
-            message = exc.message if isinstance(exc, IntegerOverflow) else str(exc)
+        except (FieldDecodeError, gobytes.IllegalBase64, gotime.TimeParseError) as exc:
+            message = str(exc) if isinstance(exc, gobytes.IllegalBase64) else exc.message
             if self.patch:
                 raise patch_decode_error(obj, message) from None
             raise decode_error(self.resource.kind, self.resource.version, message) from None
@@ -184,7 +199,7 @@ def prune_custom(obj: Obj, compiled: CompiledSchema) -> list[str]:
     if isinstance(meta, dict):
         try:
             _prune_object(meta, OBJECT_META, "metadata.", removed, schema.load())
-        except IntegerOverflow:
+        except (FieldDecodeError, gotime.TimeParseError):
             pass  # the metadata's validation says what is wrong with it
     return removed + compiled.prune(obj)
 
@@ -210,8 +225,8 @@ def _prune_value_patched(value: Any, patch: Any, walk: tuple[str, Any], path: st
         for key, item in value.items():
             if key not in patch:
                 continue
-            if inner is BYTES:
-                value[key] = _bytes(item)
+            if inner[0] in LEAVES:
+                value[key] = _leaf(item, inner)
             else:
                 _prune_value_patched(item, patch[key], inner, f"{path}[{key}]", removed, s)
 
@@ -242,13 +257,13 @@ def _prune_object(obj: Obj, type_name: str, path: str, removed: list[str], s: sc
             if walk[0] == "#":
                 if not fits(obj[key], walk[1]):
                     raise IntegerOverflow(obj[key], walk[1])
-            elif walk is BYTES:
-                obj[key] = _bytes(obj[key])
+            elif walk[0] in LEAVES:
+                obj[key] = _leaf(obj[key], walk)
             elif patch is None:
                 _prune_value(obj[key], walk, f"{path}{key}", removed, s)
             else:
                 _prune_value_patched(obj[key], patch[key], walk, f"{path}{key}", removed, s)
-    except IntegerOverflow as exc:
+    except FieldDecodeError as exc:
         exc.within(key, type_name)
         raise
 
@@ -261,8 +276,8 @@ def _prune_value(value: Any, walk: tuple[str, Any], path: str, removed: list[str
     elif how == "[]":
         if isinstance(value, list):
             for i, item in enumerate(value):
-                if inner is BYTES:
-                    value[i] = _bytes(item)
+                if inner[0] in LEAVES:
+                    value[i] = _leaf(item, inner)
                 else:
                     _prune_value(item, inner, f"{path}[{i}]", removed, s)
     elif how == "#":
@@ -270,10 +285,22 @@ def _prune_value(value: Any, walk: tuple[str, Any], path: str, removed: list[str
             raise IntegerOverflow(value, inner)
     elif isinstance(value, dict):
         for key, item in value.items():
-            if inner is BYTES:
-                value[key] = _bytes(item)
+            if inner[0] in LEAVES:
+                value[key] = _leaf(item, inner)
             else:
                 _prune_value(item, inner, f"{path}[{key}]", removed, s)
+
+
+def _leaf(value: Any, walk: tuple[str, Any]) -> Any:
+    """A single value as Kubernetes stores it: a []byte field's base64, a Time or MicroTime; Go's error for what it
+    cannot read."""
+    if walk[0] == "b":
+        return _bytes(value)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise NotAString(value)
+    return gotime.canonical(value, gotime.RFC3339_MICRO if walk == MICRO_TIME else gotime.RFC3339)
 
 
 def _bytes(value: Any) -> Any:
