@@ -64,6 +64,8 @@ MICRO_TIME_FIELDS = frozenset({
     ("io.k8s.api.coordination.v1.LeaseSpec", "renewTime"),
     ("io.k8s.api.core.v1.Event", "eventTime"),
     ("io.k8s.api.core.v1.EventSeries", "lastObservedTime"),
+    ("io.k8s.api.events.v1.Event", "eventTime"),
+    ("io.k8s.api.events.v1.EventSeries", "lastObservedTime"),
 })
 
 
