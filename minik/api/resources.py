@@ -108,4 +108,11 @@ REGISTRY = Registry([
     ResourceType("certificates.k8s.io", "v1", "CertificateSigningRequest", "certificatesigningrequests",
                  "certificatesigningrequest", False, kinds.CertificateSigningRequestStrategy(), short_names=("csr",),
                  subresources=("status", "approval")),
+    # issue 21's storage: core/v1 volumes and claims, storage.k8s.io/v1 classes (bound by minik.controllers.volume*)
+    ResourceType("", "v1", "PersistentVolume", "persistentvolumes", "persistentvolume", False,
+                 kinds.PersistentVolumeStrategy(), short_names=("pv",), subresources=_STATUS),
+    ResourceType("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", "persistentvolumeclaim", True,
+                 kinds.PersistentVolumeClaimStrategy(), short_names=("pvc",), subresources=_STATUS),
+    ResourceType("storage.k8s.io", "v1", "StorageClass", "storageclasses", "storageclass", False,
+                 kinds.StorageClassStrategy(), short_names=("sc",)),
 ])
