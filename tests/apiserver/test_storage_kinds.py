@@ -193,3 +193,26 @@ async def test_short_names_resolve_in_discovery(http) -> None:
     status, storage = await http.get("/apis/storage.k8s.io/v1")
     assert status == 200
     assert {r["name"]: r.get("shortNames") for r in storage["resources"]}["storageclasses"] == ["sc"]
+
+
+async def test_a_claims_metadata_may_change(http) -> None:
+    await http.post(PVCS, claim("data"))
+    status, body = await http.patch(f"{PVCS}/data", {"metadata": {"annotations": {
+        "volume.kubernetes.io/selected-node": "node-a"}}})
+    assert status == 200, body
+
+
+async def test_the_stateful_example_is_accepted_as_it_is(http) -> None:
+    from pathlib import Path
+
+    import yaml
+
+    paths = {"Service": "/api/v1/namespaces/default/services",
+             "StatefulSet": "/apis/apps/v1/namespaces/default/statefulsets"}
+    manifest = Path(__file__).resolve().parents[2] / "manifests" / "stateful" / "web.yaml"
+    documents = [d for d in yaml.safe_load_all(manifest.read_text()) if d]
+    assert [d["kind"] for d in documents] == ["Service", "StatefulSet"]
+    for document in documents:
+        status, body = await http.post(paths[document["kind"]], document)
+        assert status == 201, body
+    assert body["spec"]["volumeClaimTemplates"][0]["metadata"]["name"] == "www"

@@ -242,7 +242,8 @@ class PersistentVolumeClaimStrategy(Strategy):
         new_size, old_size = storage_request(obj), storage_request(old)
         if bound and new_size is not None:
             spec["resources"] = _with_request(spec.get("resources"), old_size)
-        if spec != old_spec:
+        if {k: val for k, val in spec.items() if val is not None} != \
+                {k: val for k, val in old_spec.items() if val is not None}:
             causes.append(v.forbidden("spec", _CLAIM_SPEC_IMMUTABLE))
         elif bound and new_size is not None and old_size is not None and _smaller(new_size, old_size):
             causes.append(v.forbidden("spec.resources.requests.storage", "field can not be less than previous value"))
