@@ -216,3 +216,21 @@ async def test_the_stateful_example_is_accepted_as_it_is(http) -> None:
         status, body = await http.post(paths[document["kind"]], document)
         assert status == 201, body
     assert body["spec"]["volumeClaimTemplates"][0]["metadata"]["name"] == "www"
+
+
+async def test_a_quota_counts_claims_storage_in_all_and_per_class(http) -> None:
+    quotas = "/api/v1/namespaces/default/resourcequotas"
+    status, body = await http.post(quotas, {"metadata": {"name": "q"}, "spec": {"hard": {
+        "requests.storage": "3Gi", "local-path.storageclass.storage.k8s.io/persistentvolumeclaims": "1"}}})
+    assert status == 201, body
+    assert (await http.post(PVCS, claim("one", "2Gi")))[0] == 201
+    status, body = await http.post(PVCS, claim("two", "1Gi"))
+    assert status == 403
+    assert body["message"] == ('persistentvolumeclaims "two" is forbidden: exceeded quota: q, requested: '
+                               'local-path.storageclass.storage.k8s.io/persistentvolumeclaims=1, used: '
+                               'local-path.storageclass.storage.k8s.io/persistentvolumeclaims=1, limited: '
+                               'local-path.storageclass.storage.k8s.io/persistentvolumeclaims=1')
+    status, body = await http.post(PVCS, claim("big", "2Gi", storageClassName=""))
+    assert status == 403 and "requested: requests.storage=2Gi, used: requests.storage=2Gi, limited: " \
+                             "requests.storage=3Gi" in body["message"]
+    assert (await http.post(PVCS, claim("fits", "1Gi", storageClassName="")))[0] == 201
