@@ -235,8 +235,9 @@ class PersistentVolumeBinder(Controller):
             return
         meta = claim["metadata"]
         try:
-            await self.client.patch_status("persistentvolumeclaims", meta["name"], {"status": {"phase": phase}},
-                                           meta.get("namespace"))
+            await self.client.patch_status("persistentvolumeclaims", meta["name"], {
+                "metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": {"phase": phase}},
+                meta.get("namespace"))
         except StatusError as exc:
             if exc.code != 404:
                 raise
@@ -260,6 +261,8 @@ class PersistentVolumeBinder(Controller):
         if claim is not None and claim["metadata"].get("uid") == ref.get("uid"):
             if (claim.get("spec") or {}).get("volumeName") == name:
                 await self._set_volume_phase(pv, "Bound")
+            elif phase in (None, "", "Pending"):  # pre-bound (a provisioned volume): free until the claim binds
+                await self._set_volume_phase(pv, "Available")
             return
         if phase not in ("Released", "Failed"):
             pv = await self._set_volume_phase(pv, "Released") or pv
@@ -300,8 +303,9 @@ class PersistentVolumeBinder(Controller):
         if message is not None:
             wanted["message"] = message
         try:
-            fresh: Obj = await self.client.patch_status("persistentvolumes", pv["metadata"]["name"],
-                                                        {"status": wanted})
+            # on the version read: a phase decided from a stale copy must not overwrite a newer one
+            fresh: Obj = await self.client.patch_status("persistentvolumes", pv["metadata"]["name"], {
+                "metadata": {"resourceVersion": pv["metadata"].get("resourceVersion")}, "status": wanted})
             return copy.deepcopy(fresh)
         except StatusError as exc:
             if exc.code != 404:
