@@ -141,6 +141,11 @@ class PersistentVolumeBinder(Controller):
             await self.bind(pv, claim)
             return
         await self._set_claim_phase(claim, "Pending")
+        class_name = vol.claim_class(claim)
+        if class_name and storage_class is None:
+            self.event(claim, "Warning", "ProvisioningFailed",
+                       f'storageclass.storage.k8s.io "{class_name}" not found')
+            return
         provisioner = (storage_class or {}).get("provisioner")
         if storage_class is None or not provisioner or provisioner == "kubernetes.io/no-provisioner":
             message = "no persistent volumes available for this claim and no storage class is set" \

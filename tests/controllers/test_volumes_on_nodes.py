@@ -257,3 +257,16 @@ async def test_an_ephemeral_volume_gets_a_claim_of_its_own_that_goes_with_the_po
     await sim.api.delete("pods", "user", NS, grace_period_seconds=0)
     await gone(sim, "persistentvolumeclaims", "user-scratch", NS)
     await gone(sim, "persistentvolumes", data["spec"]["volumeName"])
+
+
+async def test_a_claim_of_a_class_that_does_not_exist_binds_a_volume_of_that_class_or_says_so(
+        simulated: SimulatedCluster) -> None:
+    sim = simulated
+    await sim.api.create("persistentvolumeclaims", claim("lost", storageClassName="nowhere"), NS)
+
+    async def said() -> str:
+        events = (await sim.api.list("events", NS, field_selector="involvedObject.name=lost"))["items"]
+        return next((e["message"] for e in events if e["reason"] == "ProvisioningFailed"), "")
+    assert await eventually(said, timeout=15) == 'storageclass.storage.k8s.io "nowhere" not found'
+    await sim.api.create("persistentvolumes", volume("somewhere", storageClassName="nowhere"))
+    assert (await bound(sim, "lost"))["spec"]["volumeName"] == "somewhere"
