@@ -146,14 +146,13 @@ class PersistentVolumeBinder(Controller):
             self.event(claim, "Warning", "ProvisioningFailed",
                        f'storageclass.storage.k8s.io "{class_name}" not found')
             return
-        provisioner = (storage_class or {}).get("provisioner")
-        if storage_class is None or not provisioner or provisioner == "kubernetes.io/no-provisioner":
-            message = "no persistent volumes available for this claim and no storage class is set" \
-                if storage_class is None else "no volume plugin matched name: " + str(provisioner)
-            if storage_class is not None and provisioner == "kubernetes.io/no-provisioner":
-                message = "no persistent volumes available for this claim"
-            self.event(claim, "Normal", "FailedBinding", message)
+        provisioner = str((storage_class or {}).get("provisioner") or "")
+        if storage_class is None or not provisioner:
+            self.event(claim, "Normal", "FailedBinding",
+                       "no persistent volumes available for this claim and no storage class is set")
             return
+        # handed to the class's provisioner, even kubernetes.io/no-provisioner (nothing answers: an administrator
+        # makes the volume), as Kubernetes' PV controller hands over to an external provisioner
         if annotations.get(vol.STORAGE_PROVISIONER) == provisioner:
             return  # handed over already (said once, when it was)
         meta = claim["metadata"]
