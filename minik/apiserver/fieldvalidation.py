@@ -37,7 +37,7 @@ string``).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import orjson
@@ -253,17 +253,27 @@ def _prune_object(obj: Obj, type_name: str, path: str, removed: list[str], s: sc
             walk = fields.get(key, _UNKNOWN)
             if walk is None:
                 continue
+            value = obj[key]
+            how = walk[0]
+            if how == "=":  # the most common field: a string, a boolean
+                if type(value) not in walk[1] and value is not None:
+                    raise TypeMismatch(value, walk[2])
+                continue
             if walk is _UNKNOWN:
                 removed.append(f"{path}{key}")
                 del obj[key]
                 continue
-            value = obj[key]
             if value is None:  # Go's decoder leaves the field unset
                 continue
-            how = walk[0]
-            if how == "=":
-                if type(value) not in walk[1]:
+            if how == "#":
+                if type(value) is not int and type(value) is not float:
                     raise TypeMismatch(value, walk[2])
+                if not fits(value, walk[1]):
+                    raise IntegerOverflow(value, walk[1])
+            elif how == "@" and patch is None:
+                if type(value) is not dict:
+                    raise TypeMismatch(value, walk[2])
+                _prune_object(value, walk[1], f"{path}{key}.", removed, s)
             elif how in LEAVES:
                 obj[key] = _leaf(value, walk)
             elif patch is None:
@@ -292,8 +302,7 @@ def _prune_value(value: Any, walk: tuple[str, Any, str], path: str, removed: lis
         if inner is None:
             return
         if inner[0] == "=":
-            if not all(type(v) in inner[1] or v is None for v in value):
-                raise TypeMismatch(next(v for v in value if type(v) not in inner[1] and v is not None), inner[2])
+            _check_scalars(value, inner)
             return
         for i, item in enumerate(value):
             if item is None:
@@ -308,9 +317,7 @@ def _prune_value(value: Any, walk: tuple[str, Any, str], path: str, removed: lis
         if inner is None:
             return
         if inner[0] == "=":
-            if not all(type(v) in inner[1] or v is None for v in value.values()):
-                raise TypeMismatch(next(v for v in value.values() if type(v) not in inner[1] and v is not None),
-                                   inner[2])
+            _check_scalars(value.values(), inner)
             return
         for key, item in value.items():
             if item is None:
@@ -339,6 +346,14 @@ def _prune_value(value: Any, walk: tuple[str, Any, str], path: str, removed: lis
             raise NotAQuantity(value)
     elif how in LEAVES:  # a leaf inside a list or map is rewritten by its container; alone it is only checked
         _leaf(value, walk)
+
+
+def _check_scalars(values: Iterable[Any], walk: tuple[str, Any, str]) -> None:
+    """The items of a list or the values of a map of strings (or booleans, or floats)."""
+    types = walk[1]
+    for v in values:
+        if type(v) not in types and v is not None:
+            raise TypeMismatch(v, walk[2])
 
 
 def _leaf(value: Any, walk: tuple[str, Any, str]) -> Any:
