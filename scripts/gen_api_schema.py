@@ -20,6 +20,9 @@ A property's type is ``string``, ``int32``, ``int64``, ``number``, ``boolean``, 
 ``int-or-string``, ``any`` (free-form: any JSON value, never pruned), ``@NAME`` (another type of the file),
 ``[]T`` (a list of T) or ``{}T`` (a map from strings to T).
 
+The Python client says "str" for a resource quantity (a string or a number in JSON); the quantity fields come from
+minik/api/protobuf_fields.json, where they are messages of their own.
+
 The Python client says only "int" for a number; the width of its Go field (what the API server's decoder holds it
 in, so what it refuses to hold) comes from minik/api/protobuf_fields.json, which scripts/gen_protobuf_fields.py
 reads out of Kubernetes' Go types, and for the few fields that file lacks, from ``INT_WIDTHS``.
@@ -121,7 +124,7 @@ class Generator:
         self.names: dict[str, str] = {}  # model class name -> schema name
         self.types: dict[str, dict[str, typing.Any]] = {}
         self.queue: deque[tuple[str, str]] = deque()
-        self.go_ints = go_integer_types()
+        self.go_ints, self.quantities = go_field_types()
 
     def name_of(self, model: str, pkg: str) -> str:
         if model not in self.names:
@@ -169,6 +172,8 @@ class Generator:
             encoded = self.encode(py_type, pkg, getattr(field, "annotation", None))
             if encoded.lstrip("[]{}") == "integer":
                 encoded = encoded.replace("integer", self.width(self.names[model], json_name))
+            elif encoded.lstrip("[]{}") == "string" and (self.names[model], json_name) in self.quantities:
+                encoded = encoded.replace("string", "quantity")
             properties[json_name] = [encoded, " ".join((getattr(field, "description", None) or "").split())]
             if field is not None and field.is_required():
                 required.append(json_name)
@@ -203,17 +208,24 @@ class Generator:
                 "kinds": dict(sorted(kinds.items())), "types": dict(sorted(self.types.items()))}
 
 
-def go_integer_types() -> dict[tuple[str, str], str]:
-    """(schema type name, JSON field) -> ``int32``/``int64`` for every integer field of protobuf_fields.json."""
+QUANTITY = "k8s.io.apimachinery.pkg.api.resource.Quantity"
+
+
+def go_field_types() -> tuple[dict[tuple[str, str], str], set[tuple[str, str]]]:
+    """From protobuf_fields.json: (schema type name, JSON field) -> ``int32``/``int64`` for every integer field, and
+    the (schema type name, JSON field) of every resource quantity (alone, or the values of a list or map)."""
     document = json.loads(PROTOBUF_FIELDS.read_text())
     out: dict[tuple[str, str], str] = {}
+    quantities: set[tuple[str, str]] = set()
     for message, fields in document["messages"].items():
         type_name = "io." + message.replace("k8s.io.", "k8s.", 1) if message.startswith("k8s.io.") else message
         type_name = type_name.replace(".kube_aggregator.", ".kube-aggregator.")  # Go's package path, OpenAPI's name
         for json_name, go_type, _shape in fields.values():
             if go_type in ("int32", "int64"):
                 out[(type_name, json_name)] = go_type
-    return out
+            elif go_type == QUANTITY:
+                quantities.add((type_name, json_name))
+    return out, quantities
 
 
 def _is_int_or_string(annotation: typing.Any) -> bool:

@@ -63,6 +63,9 @@ EXTRA_KINDS = (
 #: groups whose Go types live outside k8s.io/api (their checkouts go in the directory too: kubernetes/kube-aggregator
 #: for apiregistration.k8s.io)
 GROUP_PACKAGES = {"apiregistration.k8s.io": "k8s.io.kube_aggregator.pkg.apis.apiregistration"}
+#: groups served as JSON only: a CustomResourceDefinition's schema holds JSON values (defaults, enums, examples)
+#: that its protobuf form carries as raw JSON, which minik.apiserver.protobuf does not encode
+JSON_ONLY_GROUPS = {"apiextensions.k8s.io"}
 
 #: messages with their own JSON form, decoded by minik.apiserver.protobuf itself (their fields are still listed)
 SPECIAL = {f"{META}.Time", f"{META}.MicroTime", f"{META}.Duration", f"{META}.FieldsV1",
@@ -222,6 +225,8 @@ def roots() -> dict[str, str]:
 
     out: dict[str, str] = {}
     for t in REGISTRY.types:
+        if t.group in JSON_ONLY_GROUPS:
+            continue
         package = GROUP_PACKAGES.get(t.group) or f"k8s.io.api.{(t.group or 'core').split('.')[0]}"
         out[f"{t.api_version}/{t.kind}"] = f"{package}.{t.version}.{t.kind}"
     for api_version, kind, message in EXTRA_KINDS:

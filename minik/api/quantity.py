@@ -48,11 +48,22 @@ def parse_quantity(text: str) -> Decimal:
     raise ValueError(SUFFIX_ERROR)
 
 
+#: quantity strings known to parse (the same few, "100m" and "64Mi", come with every pod); starts over when full
+_PARSED: set[str] = set()
+_PARSED_SIZE = 4096
+
+
 def is_quantity(text: object) -> bool:
+    if type(text) is str and text in _PARSED:
+        return True
     try:
         parse_quantity(text)  # type: ignore[arg-type]
     except ValueError:
         return False
+    if type(text) is str:
+        if len(_PARSED) >= _PARSED_SIZE:
+            _PARSED.clear()
+        _PARSED.add(text)
     return True
 
 

@@ -2,8 +2,13 @@
 the official Python client's models; minik itself never imports that package).
 
 A field's type is one of ``string``, ``int32``, ``int64`` (the width of the Go field), ``number``, ``boolean``,
-``date-time``, ``byte``, ``int-or-string``, ``any`` (free-form), ``@NAME`` (another type), ``[]T`` (list of T) or
-``{}T`` (map of T).
+``date-time``, ``byte``, ``int-or-string``, ``quantity`` (a resource quantity), ``any`` (free-form), ``@NAME``
+(another type), ``[]T`` (list of T) or ``{}T`` (map of T).
+
+The fields drive what the API server does with a written object before any kind's own rules see it, as
+Kubernetes' decoder does with its Go types (minik.apiserver.fieldvalidation): unknown fields are dropped, and a
+value of the wrong JSON type, a number its integer cannot hold, base64 or a timestamp Go cannot read are refused
+with Go's words. A kind's strategy (minik.api.strategy) keeps only what a schema cannot say.
 """
 
 from __future__ import annotations
@@ -42,19 +47,30 @@ class IntRange(NamedTuple):
 
 INT32 = IntRange(32, -2 ** 31, 2 ** 31 - 1)
 INT64 = IntRange(64, -2 ** 63, 2 ** 63 - 1)
-#: the integer types of schema.json; an int-or-string holds an int32 when it holds a number
-INT_RANGES = {"int32": INT32, "int64": INT64, "int-or-string": INT32}
+#: the integer types of schema.json
+INT_RANGES = {"int32": INT32, "int64": INT64}
 
-#: a compiled field type for walking objects: None when nothing below it is checked (strings, booleans, free-form
-#: values), ("@", NAME) for an object of a known type, ("[]", inner) for a list, ("{}", inner) for a map, ("#",
-#: IntRange) for a number that must fit its Go integer type, BYTES for a []byte field (base64 Go must decode), TIME
-#: and MICRO_TIME for a timestamp (that Go must parse, minik.api.gotime)
-Walk = tuple[str, Any] | None
-BYTES: Walk = ("b", None)
-TIME: Walk = ("t", "Time")
-MICRO_TIME: Walk = ("t", "MicroTime")
+#: a compiled field type for walking objects: None when nothing below it is checked (free-form values), and
+#: otherwise ``(how, inner, go_type)``: ``go_type`` is the field's Go type as Go's decoder names it in its errors
+#: (``v1.PodSpec``, ``[]v1.Container``, ``map[string]string``, ``int32``); ``how`` is "@" for an object of a known
+#: type (``inner`` its name), "[]" for a list and "{}" for a map (``inner`` the walk of their items), "#" for a
+#: number that must fit its Go integer type (``inner`` its IntRange), "=" for a string, boolean or float
+#: (``inner`` the Python types its JSON value may have), "i" for an int-or-string, "q" for a resource quantity,
+#: and the LEAVES: "b" for a []byte field (base64 Go must decode), "t" for a timestamp (that Go must parse,
+#: minik.api.gotime; ``inner`` "Time" or "MicroTime")
+Walk = tuple[str, Any, str] | None
+STRING: Walk = ("=", (str,), "string")
+BOOLEAN: Walk = ("=", (bool,), "bool")
+NUMBER: Walk = ("=", (int, float), "float64")
+INT_OR_STRING: Walk = ("i", INT32, "intstr.IntOrString")
+QUANTITY: Walk = ("q", None, "resource.Quantity")
+BYTES: Walk = ("b", None, "[]uint8")
+TIME: Walk = ("t", "Time", "v1.Time")
+MICRO_TIME: Walk = ("t", "MicroTime", "v1.MicroTime")
 #: the walks of single values that the walk rewrites as Kubernetes stores them (BYTES, TIME, MICRO_TIME)
 LEAVES = frozenset({"b", "t"})
+_SCALARS: dict[str, Walk] = {"string": STRING, "boolean": BOOLEAN, "number": NUMBER, "int-or-string": INT_OR_STRING,
+                             "quantity": QUANTITY, "byte": BYTES, "date-time": TIME, "any": None}
 
 #: the MicroTime fields (to the microsecond) among the date-time ones, which are Time (to the second) otherwise:
 #: schema.json, made from the Python client's models, does not tell them apart; protobuf_fields.json does (a test
@@ -111,19 +127,28 @@ class Schema:
 def compile_type(encoded: str) -> Walk:
     if encoded.startswith("[]"):
         inner = compile_type(encoded[2:])
-        return None if inner is None else ("[]", inner)
+        return ("[]", inner, "[]" + go_type(encoded[2:]))
     if encoded.startswith("{}"):
         inner = compile_type(encoded[2:])
-        return None if inner is None else ("{}", inner)
+        return ("{}", inner, "map[string]" + go_type(encoded[2:]))
     if encoded.startswith("@"):
-        return ("@", encoded[1:])
+        return ("@", encoded[1:], go_type(encoded))
     if encoded in INT_RANGES:
-        return ("#", INT_RANGES[encoded])
-    if encoded == "byte":
-        return BYTES
-    if encoded == "date-time":
-        return TIME
-    return None
+        return ("#", INT_RANGES[encoded], encoded)
+    return _SCALARS.get(encoded)
+
+
+def go_type(encoded: str) -> str:
+    """The Go type of a field as Go's decoder names it: ``v1.PodSpec`` for io.k8s.api.core.v1.PodSpec. A named
+    string type (``v1.Protocol``) is named ``string``: schema.json does not tell it apart."""
+    if encoded.startswith("[]"):
+        return "[]" + go_type(encoded[2:])
+    if encoded.startswith("{}"):
+        return "map[string]" + go_type(encoded[2:])
+    if encoded.startswith("@"):
+        return ".".join(encoded[1:].rsplit(".", 2)[-2:])
+    walk = compile_type(encoded)
+    return walk[2] if walk is not None else "interface {}"
 
 
 def referenced(encoded: str) -> str | None:

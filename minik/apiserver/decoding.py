@@ -1,9 +1,9 @@
-"""What Kubernetes' decoder refuses in a body that parses as JSON: a number its Go integer field cannot hold
-(``replicas: 1099511627776`` in an int32, ``2^64`` in an int64, ``1.5`` anywhere), a timestamp that is no string,
-and how the API server says so.
+"""What Kubernetes' decoder refuses in a body that parses as JSON: a value of the wrong JSON type for its Go field
+(``replicas: "3"``), a number its Go integer field cannot hold (``replicas: 1099511627776`` in an int32, ``2^64``
+in an int64, ``1.5`` anywhere), a quantity that does not parse, and how the API server says so.
 
-Finding such numbers is the field validation walk's job (minik.apiserver.fieldvalidation), driven by the widths
-schema.json gives every integer field; this module holds what the walk raises and the Statuses it becomes.
+Finding such values is the field validation walk's job (minik.apiserver.fieldvalidation), driven by the types
+schema.json gives every field; this module holds what the walk raises and the Statuses it becomes.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from minik.api import fielderrors, schema
+from minik.api import fielderrors, quantity, schema
 from minik.api.errors import StatusError, bad_request, invalid
 
 Obj = dict[str, Any]
@@ -59,10 +59,31 @@ class IntegerOverflow(FieldDecodeError):
                 f"{self.struct}.{self.path} of type int{self.kind.bits}")
 
 
-class NotAString(FieldDecodeError):
-    """A number, bool, object or array where a timestamp (a Time or MicroTime, which Go reads from a string) goes.
-    Go's decoder words it as for any string field: the error the timestamp's own UnmarshalJSON gets is given the
-    field's context on its way out."""
+def _json_kind(value: object) -> str:
+    """How Go's decoder names the JSON value it could not store."""
+    return {bool: "bool", int: "number", float: "number", str: "string", dict: "object", list: "array"}.get(
+        type(value), "value")
+
+
+class TypeMismatch(FieldDecodeError):
+    """A value of the wrong JSON type for its Go field: a string where an int32 goes, a list where a struct goes, a
+    number in a map of strings (``json: cannot unmarshal number into Go struct field ConfigMap.data of type
+    string``). A timestamp is read from a string, so a timestamp that is no string is worded as for a string."""
+
+    def __init__(self, value: object, go_type: str) -> None:
+        super().__init__()
+        self.value = value
+        self.go_type = go_type
+
+    @property
+    def message(self) -> str:
+        return (f"json: cannot unmarshal {_json_kind(self.value)} into Go struct field {self.struct}.{self.path} "
+                f"of type {self.go_type}")
+
+
+class NotAnIntOrString(FieldDecodeError):
+    """A bool, object or array in an int-or-string field. The field's own decoder reads anything but a string as
+    an int32 and its error carries no field: Go words it as for a bare value."""
 
     def __init__(self, value: object) -> None:
         super().__init__()
@@ -70,9 +91,24 @@ class NotAString(FieldDecodeError):
 
     @property
     def message(self) -> str:
-        kind = {bool: "bool", int: "number", float: "number", dict: "object", list: "array"}.get(type(self.value),
-                                                                                                "value")
-        return f"json: cannot unmarshal {kind} into Go struct field {self.struct}.{self.path} of type string"
+        return f"json: cannot unmarshal {_json_kind(self.value)} into Go value of type int32"
+
+
+class NotAQuantity(FieldDecodeError):
+    """A resource quantity that does not parse (``cpu: lots``, ``memory: true``): the quantity's own decoder
+    refuses it, in its own words and without the field."""
+
+    def __init__(self, value: object) -> None:
+        super().__init__()
+        self.value = value
+
+    @property
+    def message(self) -> str:
+        try:
+            quantity.parse_quantity(self.value)  # type: ignore[arg-type]
+        except ValueError as exc:
+            return str(exc)
+        return quantity.FORMAT_ERROR
 
 
 def number_literal(value: int | float) -> str:
@@ -85,7 +121,7 @@ def number_literal(value: int | float) -> str:
 
 def fits(value: Any, kind: schema.IntRange) -> bool:
     """False for a number the Go integer type cannot hold: out of its range, or a fraction. Anything else (a
-    string, a bool, null) is the kinds' validation's business."""
+    string, a bool, null) is not a number at all: the walk words that as a TypeMismatch."""
     if type(value) is int:  # noqa: E721 - not a bool
         return kind.low <= value <= kind.high
     if type(value) is float:  # noqa: E721

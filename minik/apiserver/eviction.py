@@ -12,7 +12,7 @@ from typing import Any
 
 from minik.api.errors import bad_request
 from minik.apiserver.decoding import decode_error
-from minik.apiserver.fieldvalidation import DELETE_OPTIONS, check_integers
+from minik.apiserver.fieldvalidation import DELETE_OPTIONS, check_decodable
 from minik.apiserver.request import User, created_status
 from minik.apiserver.rest import ResourceRest
 
@@ -34,7 +34,7 @@ async def evict(rest: ResourceRest, namespace: str, name: str, eviction: Obj, us
         options = {}
     if not isinstance(options, dict):
         raise bad_request("deleteOptions must be an object")
-    overflow = check_integers(options, DELETE_OPTIONS)
+    overflow = check_decodable(options, DELETE_OPTIONS)
     if overflow is not None:
         overflow.within("deleteOptions", "Eviction")
         version = str(api_version or EVICTION_KINDS[0]).rsplit("/", 1)[-1]

@@ -37,13 +37,13 @@ string``).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import orjson
 import yaml
 
-from minik.api import gobytes, gotime, schema
+from minik.api import gobytes, gotime, quantity, schema
 from minik.api.crdschema import CompiledSchema
 from minik.api.errors import Cause, bad_request, invalid
 from minik.api.registry import ResourceType
@@ -52,7 +52,9 @@ from minik.apiserver import codec
 from minik.apiserver.decoding import (
     FieldDecodeError,
     IntegerOverflow,
-    NotAString,
+    NotAnIntOrString,
+    NotAQuantity,
+    TypeMismatch,
     decode_error,
     fits,
     patch_decode_error,
@@ -172,21 +174,22 @@ def warning_value(text: str) -> str:
     return f'299 - "{escaped}"'
 
 
-# -- numbers that do not fit (see minik.apiserver.decoding) ---------------------------------------------------
-def check_integers(obj: Obj, type_name: str) -> IntegerOverflow | None:
-    """The first number of ``obj`` (an object of ``type_name``) that its integer field cannot hold, if any. For
-    bodies that are no kind of their own (DeleteOptions); fields the type does not have are dropped on the way,
-    as Kubernetes' decoder drops them."""
+# -- bodies that are no kind of their own ---------------------------------------------------------------------
+def check_decodable(obj: Obj, type_name: str) -> FieldDecodeError | None:
+    """What Go's decoder would refuse in ``obj`` (an object of ``type_name``), if anything. For bodies that are no
+    kind of their own (DeleteOptions); fields the type does not have are dropped on the way, as Kubernetes'
+    decoder drops them."""
     try:
         _prune_object(obj, type_name, "", [], schema.load())
-    except IntegerOverflow as exc:
+    except FieldDecodeError as exc:
         return exc
     return None
 
 
-# -- unknown fields -------------------------------------------------------------------------------------------
+# -- unknown fields and values of the wrong type ----------------------------------------------------------------
 def prune(obj: Obj, type_name: str) -> list[str]:
-    """Remove (in place) every field of ``obj`` that its type does not have; the paths removed, in order."""
+    """Remove (in place) every field of ``obj`` that its type does not have; the paths removed, in order. Raises
+    the FieldDecodeError of the first value Go's decoder would refuse."""
     removed: list[str] = []
     _prune_object(obj, type_name, "", removed, schema.load())
     return removed
@@ -213,22 +216,22 @@ def prune_patched(obj: Obj, patch: Obj, type_name: str) -> list[str]:
     return removed
 
 
-def _prune_value_patched(value: Any, patch: Any, walk: tuple[str, Any], path: str, removed: list[str],
+def _prune_value_patched(value: Any, patch: Any, walk: tuple[str, Any, str], path: str, removed: list[str],
                          s: schema.Schema) -> None:
-    how, inner = walk
-    if not isinstance(patch, dict) or how in ("[]", "#"):  # set whole (or a list merged item by item): all of it
-        _prune_value(value, walk, path, removed, s)
-    elif how == "@":
-        if isinstance(value, dict):
-            _prune_object(value, inner, path + ".", removed, s, patch)
-    elif isinstance(value, dict):
+    how, inner, _go = walk
+    if how == "@" and isinstance(patch, dict) and isinstance(value, dict):
+        _prune_object(value, inner, path + ".", removed, s, patch)
+    elif how == "{}" and isinstance(patch, dict) and isinstance(value, dict):
         for key, item in value.items():
-            if key not in patch:
-                continue
-            if inner[0] in LEAVES:
-                value[key] = _leaf(item, inner)
-            else:
-                _prune_value_patched(item, patch[key], inner, f"{path}[{key}]", removed, s)
+            if key in patch:
+                if inner is None:
+                    continue
+                if inner[0] in LEAVES:
+                    value[key] = _leaf(item, inner)
+                else:
+                    _prune_value_patched(item, patch[key], inner, f"{path}[{key}]", removed, s)
+    else:  # set whole (or a list merged item by item): all of it
+        _prune_value(value, walk, path, removed, s)
 
 
 def _patch_guide(body: bytes) -> Obj | None:
@@ -247,66 +250,122 @@ def _prune_object(obj: Obj, type_name: str, path: str, removed: list[str], s: sc
     key = ""
     try:
         for key in list(obj) if patch is None else [k for k in obj if k in patch]:
-            if key not in fields:
+            walk = fields.get(key, _UNKNOWN)
+            if walk is None:
+                continue
+            value = obj[key]
+            how = walk[0]
+            if how == "=":  # the most common field: a string, a boolean
+                if type(value) not in walk[1] and value is not None:
+                    raise TypeMismatch(value, walk[2])
+                continue
+            if walk is _UNKNOWN:
                 removed.append(f"{path}{key}")
                 del obj[key]
                 continue
-            walk = fields[key]
-            if walk is None:
+            if value is None:  # Go's decoder leaves the field unset
                 continue
-            if walk[0] == "#":
-                if not fits(obj[key], walk[1]):
-                    raise IntegerOverflow(obj[key], walk[1])
-            elif walk[0] in LEAVES:
-                obj[key] = _leaf(obj[key], walk)
+            if how == "#":
+                if type(value) is not int and type(value) is not float:
+                    raise TypeMismatch(value, walk[2])
+                if not fits(value, walk[1]):
+                    raise IntegerOverflow(value, walk[1])
+            elif how == "@" and patch is None:
+                if type(value) is not dict:
+                    raise TypeMismatch(value, walk[2])
+                _prune_object(value, walk[1], f"{path}{key}.", removed, s)
+            elif how in LEAVES:
+                obj[key] = _leaf(value, walk)
             elif patch is None:
-                _prune_value(obj[key], walk, f"{path}{key}", removed, s)
+                _prune_value(value, walk, f"{path}{key}", removed, s)
             else:
-                _prune_value_patched(obj[key], patch[key], walk, f"{path}{key}", removed, s)
+                _prune_value_patched(value, patch[key], walk, f"{path}{key}", removed, s)
     except FieldDecodeError as exc:
         exc.within(key, type_name)
         raise
 
 
-def _prune_value(value: Any, walk: tuple[str, Any], path: str, removed: list[str], s: schema.Schema) -> None:
-    how, inner = walk
+#: a field the type does not have (``fields.get``'s default: a field's walk may be None)
+_UNKNOWN: Any = ("?", None, "")
+
+
+def _prune_value(value: Any, walk: tuple[str, Any, str], path: str, removed: list[str], s: schema.Schema) -> None:
+    """Check and prune one value that is not null, as its field's ``walk`` says (schema.Walk)."""
+    how, inner, go = walk
     if how == "@":
-        if isinstance(value, dict):
-            _prune_object(value, inner, path + ".", removed, s)
+        if type(value) is not dict:
+            raise TypeMismatch(value, go)
+        _prune_object(value, inner, path + ".", removed, s)
     elif how == "[]":
-        if isinstance(value, list):
-            for i, item in enumerate(value):
-                if inner[0] in LEAVES:
-                    value[i] = _leaf(item, inner)
-                else:
-                    _prune_value(item, inner, f"{path}[{i}]", removed, s)
-    elif how == "#":
-        if not fits(value, inner):
-            raise IntegerOverflow(value, inner)
-    elif isinstance(value, dict):
+        if type(value) is not list:
+            raise TypeMismatch(value, go)
+        if inner is None:
+            return
+        if inner[0] == "=":
+            _check_scalars(value, inner)
+            return
+        for i, item in enumerate(value):
+            if item is None:
+                continue
+            if inner[0] in LEAVES:
+                value[i] = _leaf(item, inner)
+            else:
+                _prune_value(item, inner, f"{path}[{i}]", removed, s)
+    elif how == "{}":
+        if type(value) is not dict:
+            raise TypeMismatch(value, go)
+        if inner is None:
+            return
+        if inner[0] == "=":
+            _check_scalars(value.values(), inner)
+            return
         for key, item in value.items():
+            if item is None:
+                continue
             if inner[0] in LEAVES:
                 value[key] = _leaf(item, inner)
             else:
                 _prune_value(item, inner, f"{path}[{key}]", removed, s)
+    elif how == "#":
+        if type(value) is not int and type(value) is not float:
+            raise TypeMismatch(value, go)
+        if not fits(value, inner):
+            raise IntegerOverflow(value, inner)
+    elif how == "=":
+        if type(value) not in inner:
+            raise TypeMismatch(value, go)
+    elif how == "i":
+        if type(value) is str:
+            return
+        if type(value) is not int and type(value) is not float:
+            raise NotAnIntOrString(value)
+        if not fits(value, inner):
+            raise IntegerOverflow(value, inner)
+    elif how == "q":
+        if not quantity.is_quantity(value):
+            raise NotAQuantity(value)
+    elif how in LEAVES:  # a leaf inside a list or map is rewritten by its container; alone it is only checked
+        _leaf(value, walk)
 
 
-def _leaf(value: Any, walk: tuple[str, Any]) -> Any:
+def _check_scalars(values: Iterable[Any], walk: tuple[str, Any, str]) -> None:
+    """The items of a list or the values of a map of strings (or booleans, or floats)."""
+    types = walk[1]
+    for v in values:
+        if type(v) not in types and v is not None:
+            raise TypeMismatch(v, walk[2])
+
+
+def _leaf(value: Any, walk: tuple[str, Any, str]) -> Any:
     """A single value as Kubernetes stores it: a []byte field's base64, a Time or MicroTime; Go's error for what it
     cannot read."""
-    if walk[0] == "b":
-        return _bytes(value)
     if value is None:
         return None
-    if not isinstance(value, str):
-        raise NotAString(value)
+    if type(value) is not str:
+        raise TypeMismatch(value, "string" if walk[0] == "t" else walk[2])
+    if walk[0] == "b":
+        return gobytes.canonical(value)
     return gotime.canonical(value, gotime.RFC3339_MICRO if walk == MICRO_TIME else gotime.RFC3339)
-
-
-def _bytes(value: Any) -> Any:
-    """A []byte field's base64 as Kubernetes stores it (canonical, line breaks gone), or Go's IllegalBase64. A value
-    that is no string is left to the kinds' validation."""
-    return gobytes.canonical(value) if isinstance(value, str) else value
 
 
 # -- duplicate fields -----------------------------------------------------------------------------------------

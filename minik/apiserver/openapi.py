@@ -24,6 +24,7 @@ Obj = dict[str, Any]
 ROOT = "/openapi/v3"
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1"
 INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
+QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 _COMMON = [f"{_META}.Status", f"{_META}.DeleteOptions"]
 BINDING = "io.k8s.api.core.v1.Binding"
 
@@ -77,8 +78,9 @@ def property_schema(encoded: str, description: str = "") -> Obj:
         out = {"type": "object", "additionalProperties": property_schema(encoded[2:])}
     elif encoded.startswith("@"):
         out = {"allOf": [_ref(encoded[1:])]} if description else _ref(encoded[1:])
-    elif encoded == "int-or-string":
-        out = {"allOf": [_ref(INT_OR_STRING)]} if description else _ref(INT_OR_STRING)
+    elif encoded in ("int-or-string", "quantity"):
+        name = INT_OR_STRING if encoded == "int-or-string" else QUANTITY
+        out = {"allOf": [_ref(name)]} if description else _ref(name)
     elif encoded == "date-time":
         out = {"type": "string", "format": "date-time"}
     elif encoded == "byte":
@@ -176,6 +178,9 @@ class OpenApi:
         schemas.update(custom)
         schemas[INT_OR_STRING] = {"description": "IntOrString is a type that can hold an int32 or a string.",
                                   "type": "string", "format": "int-or-string"}
+        schemas[QUANTITY] = {"description": "Quantity is a fixed-point representation of a number: a string such as "
+                                            "\"500m\" or \"1Gi\", or a JSON number.",
+                             "oneOf": [{"type": "string"}, {"type": "number"}]}
         title_version = f"v{KUBERNETES_MAJOR}.{KUBERNETES_MINOR}.0"
         return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": title_version},
                 "paths": paths, "components": {"schemas": dict(sorted(schemas.items()))}}

@@ -42,7 +42,7 @@ from minik.apiserver.crds.controller import CrdController
 from minik.apiserver.crds.conversion import CustomResourceCodec, HttpWebhooks
 from minik.apiserver.crds.rest import CustomResourceRest
 from minik.apiserver.eviction import evict
-from minik.apiserver.fieldvalidation import DELETE_OPTIONS, FieldValidation, check_integers
+from minik.apiserver.fieldvalidation import DELETE_OPTIONS, FieldValidation, check_decodable
 from minik.apiserver.limits import Lanes, Limits
 from minik.apiserver.lists import list_body, parse_list_options, read_list
 from minik.apiserver.openapi import OpenApi
@@ -648,7 +648,7 @@ def _delete_options(body: bytes, content_type: str | None, query: Mapping[str, s
         decoded = codec.decode(body, content_type)
         if not isinstance(decoded, dict):
             raise bad_request("DeleteOptions must be a JSON object")
-        overflow = check_integers(decoded, DELETE_OPTIONS)
+        overflow = check_decodable(decoded, DELETE_OPTIONS)
         if overflow is not None:  # Kubernetes answers its decode error as a 500; a client's mistake is a 400
             raise bad_request(overflow.message)
         options = decoded

@@ -18,7 +18,7 @@ def pod(name: str, **spec: object) -> dict:
 
 
 async def test_runtime_classes_are_validated_and_their_handler_is_immutable(http) -> None:
-    status, body = await http.post(CLASSES, runtime_class("bad", "Not_A_Label", overhead={"podFixed": {"cpu": "x"}},
+    status, body = await http.post(CLASSES, runtime_class("bad", "Not_A_Label", overhead={"podFixed": {"cpu": "-1"}},
                                                           scheduling={"tolerations": [{"key": "a", "value": "1"},
                                                                                       {"key": "a", "value": "1"}]}))
     assert status == 422, body

@@ -64,7 +64,7 @@ async def test_the_built_in_local_path_class_is_the_default_and_waits_for_the_fi
 
 async def test_an_invalid_volume_is_refused_with_kubernetes_causes(http) -> None:
     status, body = await http.post(PVS, {"metadata": {"name": "bad"}, "spec": {
-        "capacity": {"storage": "lots", "cpu": "1"}, "accessModes": ["ReadWriteSometimes"],
+        "capacity": {"storage": "1Gi", "cpu": "1"}, "accessModes": ["ReadWriteSometimes"],
         "persistentVolumeReclaimPolicy": "Shred", "volumeMode": "Tape"}})
     assert status == 422, body
     assert {"spec.capacity", "spec.accessModes", "spec.persistentVolumeReclaimPolicy", "spec.volumeMode",
@@ -77,6 +77,8 @@ async def test_an_invalid_volume_is_refused_with_kubernetes_causes(http) -> None
     assert {"spec.local", "spec.nodeAffinity"} <= fields(body)
     status, body = await http.post(PVS, volume("neg", size="-1Gi"))
     assert status == 422 and fields(body) == {"spec.capacity[storage]"}
+    status, body = await http.post(PVS, volume("lots", size="lots"))
+    assert (status, body["reason"]) == (400, "BadRequest"), "not a quantity: the decoder refuses it, as Kubernetes'"
 
 
 async def test_an_invalid_claim_is_refused_with_kubernetes_causes(http) -> None:

@@ -135,6 +135,8 @@ async def test_explain_walks_the_openapi_schemas(kubectl) -> None:
     assert "  image\t<string>" in result.out and "  ports\t<[]ContainerPort>" in result.out
     deployment = await kubectl("explain", "deployment.spec.replicas")
     assert "GROUP:      apps" in deployment.out and "FIELD: replicas <integer>" in deployment.out
+    limits = await kubectl("explain", "pods.spec.containers.resources.limits")
+    assert "FIELD: limits <map[string]Quantity>" in limits.out, limits.out
 
 
 async def test_get_watch_prints_rows_as_objects_change(http, kubectl) -> None:
