@@ -29,6 +29,7 @@ from minik.apiserver.decoding import decode_error
 from minik.apiserver.fieldvalidation import DELETE_OPTIONS, check_integers
 from minik.apiserver.request import User, created_status
 from minik.apiserver.rest import ResourceRest
+from minik.store.records import Record
 
 Obj = dict[str, Any]
 
@@ -37,6 +38,7 @@ EVICTION_KINDS = ("policy/v1", "policy/v1beta1")
 #: how many times a write that lost a race (the pod's deletion, the budget's status) is tried again
 RETRIES = 20
 
+DISRUPTION_TARGET = "DisruptionTarget"
 VIOLATION = "Cannot evict pod as it would violate the pod's disruption budget."
 MULTIPLE_BUDGETS = "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
 
@@ -59,6 +61,20 @@ def _is_ready(pod: Obj) -> bool:
         if isinstance(condition, dict) and condition.get("type") == "Ready":
             return condition.get("status") == "True"
     return False
+
+
+def _set_disruption_target(pod: Obj, now: float) -> None:
+    """The condition saying why the pod goes (podutil.UpdatePodCondition: the transition time moves only when the
+    status changes)."""
+    status = pod.setdefault("status", {})
+    conditions = [c for c in status.get("conditions") or [] if isinstance(c, dict)]
+    current = next((c for c in conditions if c.get("type") == DISRUPTION_TARGET), None)
+    condition = {"type": DISRUPTION_TARGET, "status": "True", "lastTransitionTime": rfc3339(now),
+                 "reason": "EvictionByEvictionAPI", "message": "Eviction API: evicting"}
+    if current is not None and current.get("status") == "True" and current.get("lastTransitionTime"):
+        condition["lastTransitionTime"] = current["lastTransitionTime"]
+    status["conditions"] = [condition if c is current else c for c in conditions] if current is not None \
+        else [*conditions, condition]
 
 
 def _phase(pod: Obj) -> Any:
@@ -127,7 +143,7 @@ class Evictions:
             if _enforces_resource_version(pod) and not _has_resource_version(options):
                 delete_options = _with_resource_version(options, pod["metadata"]["resourceVersion"])
             try:
-                await self.pods.delete(namespace, name, delete_options, user)
+                await self._delete(namespace, name, delete_options, user)
             except StatusError as exc:
                 if exc.code != 409 or _has_resource_version(options):
                     raise
@@ -155,12 +171,31 @@ class Evictions:
         if unhealthy_may_go:
             delete_options = _with_resource_version(options, pod["metadata"]["resourceVersion"])
         try:
-            await self.pods.delete(namespace, name, delete_options, user)
+            await self._delete(namespace, name, delete_options, user)
         except StatusError as exc:
             if exc.code == 409 and unhealthy_may_go and not _has_resource_version(options):
                 raise _still_processing(budgets[0]["metadata"]["name"]) from None
             raise
         return created_status(), 201
+
+    async def _delete(self, namespace: str, name: str, options: Obj, user: User) -> None:
+        """Mark the pod with the DisruptionTarget condition (unless dry-run), then delete it with ``options``
+        (addConditionAndDeletePod). The preconditions are checked against the pod the condition is written to;
+        a resourceVersion precondition then names the version that write made."""
+        if not options.get("dryRun"):
+            preconditions = options.get("preconditions")
+
+            def mark(pod: Obj) -> Obj:
+                if isinstance(preconditions, dict):
+                    self.pods.check_preconditions(name, preconditions, pod["metadata"])
+                _set_disruption_target(pod, time.time())
+                return pod
+
+            written = await self.pods.patch(namespace, name, mark, APISERVER, subresource="status")
+            if _has_resource_version(options):
+                version = (written.object() if isinstance(written, Record) else written)["metadata"]["resourceVersion"]
+                options = _with_resource_version(options, version)
+        await self.pods.delete(namespace, name, options, user)
 
     async def _pod(self, namespace: str, name: str) -> Obj:
         return await self.pods.current(self.pods.record(namespace, name))
