@@ -13,6 +13,10 @@ event), so it counts again. When the status cannot be computed (a pod with no co
 disruptionsAllowed becomes 0 with the DisruptionAllowed condition False, reason SyncFailed.
 
 Budgets are synced when they change and when a pod they select comes, changes or goes, as Kubernetes syncs them.
+
+A pod the eviction subresource marked DisruptionTarget (True) that is still not being deleted two minutes later
+gets the condition set False again (server-side apply of status, as field manager DisruptionController), as
+Kubernetes' controller clears stale disruption conditions.
 """
 
 from __future__ import annotations
@@ -24,17 +28,33 @@ from minik.aio.clock import Clock
 from minik.api import disruption
 from minik.api.errors import StatusError
 from minik.api.selectors import LabelSelector
-from minik.api.timestamps import parse_time
-from minik.client import Client
+from minik.api.timestamps import parse_time, rfc3339
+from minik.client import APPLY_PATCH, Client
 from minik.controllers.base import Controller, InformerFactory, Obj, Recorder, controller_ref, is_being_deleted
 from minik.controllers.deploymentutil import scaled_value
 from minik.controllers.pods import is_ready
-from minik.informers import Informer
+from minik.informers import Informer, object_key
 
 UNMANAGED_MESSAGE = ("Pods selected by this PodDisruptionBudget (selector: {selector}) were found to be unmanaged. "
                      "As a result, the status of the PDB cannot be calculated correctly, which may result in "
                      "undefined behavior. To account for these pods please set \".spec.minAvailable\" field of the PDB "
                      "to an integer value.")
+
+
+#: the queue's keys for pods whose DisruptionTarget condition may be stale (budgets' keys are NAMESPACE/NAME)
+STALE_POD = "pod:"
+FIELD_MANAGER = "DisruptionController"
+
+
+def disruption_target_since(pod: Obj) -> float | None:
+    """When the pod was marked DisruptionTarget (True), if it is and is not being deleted."""
+    if is_being_deleted(pod):
+        return None
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if isinstance(condition, dict) and condition.get("type") == "DisruptionTarget" and \
+                condition.get("status") == "True":
+            return parse_time(condition.get("lastTransitionTime")) or 0.0
+    return None
 
 
 class SyncFailed(Exception):
@@ -77,6 +97,10 @@ class DisruptionController(Controller):
     def _pod_changed(self, pod: Obj) -> None:
         for pdb in self.budgets_of(pod):
             self.enqueue(pdb)
+        since = disruption_target_since(pod)
+        if since is not None:
+            self.enqueue_key_after(STALE_POD + object_key(pod),
+                                   max(0.0, since + disruption.DELETION_TIMEOUT_SECONDS - self.clock.now()))
 
     def _pod_updated(self, old: Obj, new: Obj) -> None:
         seen = {id(p) for p in self.budgets_of(new)}
@@ -179,6 +203,9 @@ class DisruptionController(Controller):
 
     # -- the sync ------------------------------------------------------------------------------------------------
     async def sync(self, key: str) -> None:
+        if key.startswith(STALE_POD):
+            await self._sync_stale_pod(key.removeprefix(STALE_POD))
+            return
         pdb = self.pdbs.get(key)
         if pdb is None:
             return
@@ -260,6 +287,31 @@ class DisruptionController(Controller):
         await self.client.update_status("poddisruptionbudgets.policy", {**pdb, "status": status})
         self.log.debug("budget status written", pdb=pdb["metadata"]["name"], healthy=healthy, desired=desired,
                        expected=expected, allowed=allowed)
+
+    async def _sync_stale_pod(self, key: str) -> None:
+        """Clear the DisruptionTarget condition of a pod whose deletion did not follow (syncStalePodDisruption)."""
+        pod = self.pods.get(key)
+        since = None if pod is None else disruption_target_since(pod)
+        if pod is None or since is None:
+            return
+        now = self.clock.now()
+        left = since + disruption.DELETION_TIMEOUT_SECONDS - now
+        if left > 0:
+            self.enqueue_key_after(STALE_POD + key, left)
+            return
+        meta = pod["metadata"]
+        apply = {"apiVersion": "v1", "kind": "Pod",
+                 "metadata": {"name": meta["name"], "namespace": meta.get("namespace"),
+                              "resourceVersion": meta.get("resourceVersion")},
+                 "status": {"conditions": [{"type": "DisruptionTarget", "status": "False",
+                                            "lastTransitionTime": rfc3339(now)}]}}
+        try:
+            await self.client.patch("pods", meta["name"], apply, meta.get("namespace"), content_type=APPLY_PATCH,
+                                    field_manager=FIELD_MANAGER, force=True, subresource="status")
+        except StatusError as exc:
+            if exc.code != 404:
+                raise
+        self.log.debug("stale pod disruption condition cleared", pod=key)
 
     async def _fail_safe(self, pdb: Obj, message: str) -> None:
         """No disruption is allowed while the status cannot be computed (failSafe)."""

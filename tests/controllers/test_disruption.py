@@ -144,3 +144,28 @@ async def test_a_spec_change_is_observed(api: Client) -> None:
     await api.patch(PDB, "web", {"spec": {"minAvailable": 0}}, "default")
     status = await status_when(api, "web", observedGeneration=2, disruptionsAllowed=1, desiredHealthy=0)
     assert condition(status)["observedGeneration"] == 2
+
+
+async def test_a_disruption_target_condition_whose_deletion_never_came_is_cleared(api: Client) -> None:
+    await api.create("pods", bare_pod("stale", "web"), "default")
+    await api.create("pods", bare_pod("fresh", "web"), "default")
+    for name, since in (("stale", now_rfc3339(-180)), ("fresh", now_rfc3339())):
+        await api.patch_status("pods", name, {"status": {"conditions": [
+            {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
+             "message": "Eviction API: evicting", "lastTransitionTime": since}]}}, "default",
+            content_type="application/strategic-merge-patch+json")
+
+    def target(pod: dict[str, Any]) -> dict[str, Any]:
+        (found,) = [c for c in pod["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+        return found
+
+    async def cleared() -> dict[str, Any]:
+        found = target(await api.get("pods", "stale", "default"))
+        assert found["status"] == "False", found
+        return found
+
+    found = await eventually(cleared)
+    assert found["reason"] == "EvictionByEvictionAPI"
+    stale = await api.get("pods", "stale", "default")
+    assert "DisruptionController" in {m["manager"] for m in stale["metadata"]["managedFields"]}
+    assert target(await api.get("pods", "fresh", "default"))["status"] == "True"
