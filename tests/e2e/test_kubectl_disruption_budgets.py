@@ -1,6 +1,6 @@
-"""Real kubectl with PodDisruptionBudgets: `kubectl create pdb`, `get pdb` with Kubernetes' columns, and `kubectl
-drain` against budget-protected pods on simulated nodes, which waits on the 429 until the budget allows the
-eviction, as it does against Kubernetes."""
+"""Real kubectl with PodDisruptionBudgets: `kubectl create pdb`, `get pdb` with Kubernetes' columns, `describe
+pdb`, and `kubectl drain` against budget-protected pods on simulated nodes, which waits on the 429 until the
+budget allows the eviction, as it does against Kubernetes."""
 
 from __future__ import annotations
 
@@ -25,6 +25,9 @@ async def test_kubectl_creates_budgets_and_lists_them_with_kubernetes_columns(ku
     listed = await kubectl("get", "pdb")
     assert listed.rows[0] == ["NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE"]
     assert [row[:4] for row in listed.rows[1:]] == [["db", "N/A", "1", "0"], ["web", "50%", "N/A", "0"]]
+    described = (await kubectl("describe", "pdb", "web")).out.splitlines()
+    assert "Min available:  50%" in described and "Selector:       app=web" in described
+    assert "    Allowed disruptions:  0" in described
     refused = await kubectl("create", "pdb", "both", "--selector=app=x", "--min-available=1",
                             "--max-unavailable=1", ok=False)
     assert refused.code != 0 and "min-available and max-unavailable cannot be both specified" in refused.err
