@@ -108,4 +108,7 @@ REGISTRY = Registry([
     ResourceType("certificates.k8s.io", "v1", "CertificateSigningRequest", "certificatesigningrequests",
                  "certificatesigningrequest", False, kinds.CertificateSigningRequestStrategy(), short_names=("csr",),
                  subresources=("status", "approval")),
+    # policy/v1: disruption budgets (status kept by minik.controllers.disruption, spent by pods/eviction)
+    ResourceType("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", "poddisruptionbudget", True,
+                 kinds.PodDisruptionBudgetStrategy(), short_names=("pdb",), subresources=_STATUS),
 ])

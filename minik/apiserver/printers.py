@@ -805,6 +805,22 @@ def _apiservice_cells(api: Obj, now: float) -> Cells:
     return [meta.get("name", ""), where, available, since(meta.get("creationTimestamp"), now)]
 
 
+def _pdb_columns() -> list[Column]:
+    return [name_col(), col("Min Available", description="The minimum number of pods that must be available."),
+            col("Max Unavailable", description="The maximum number of pods that may be unavailable."),
+            col("Allowed Disruptions", "integer",
+                description="Calculated number of pods that may be disrupted at this time."),
+            age_col()]
+
+
+def _pdb_cells(pdb: Obj, now: float) -> Cells:
+    """printPodDisruptionBudget: each budget as given (N/A when unset), and the disruptions the status allows."""
+    meta, spec = _dict(pdb.get("metadata")), _dict(pdb.get("spec"))
+    budgets = ["N/A" if spec.get(f) is None else str(spec[f]) for f in ("minAvailable", "maxUnavailable")]
+    return [meta.get("name", ""), *budgets, _int(_d(pdb, "status", "disruptionsAllowed")),
+            since(meta.get("creationTimestamp"), now)]
+
+
 def _csr_columns() -> list[Column]:
     spec = "io.k8s.api.certificates.v1.CertificateSigningRequestSpec"
     return [name_col(), age_col(), col("SignerName", description=doc(spec, "signerName")),
@@ -898,6 +914,8 @@ _PRINTERS: dict[str, Printer] = {
     "RuntimeClass": Printer(_runtimeclass_columns, _runtimeclass_cells),
     "APIService": Printer(_apiservice_columns, _apiservice_cells),
     "CertificateSigningRequest": Printer(_csr_columns, _csr_cells),
+    # issue 21's kinds
+    "PodDisruptionBudget": Printer(_pdb_columns, _pdb_cells),
 }
 _DEFAULT = Printer(_default_columns, _default_cells)
 

@@ -40,7 +40,7 @@ from minik.apiserver.authorization import Authorizer, AuthzAttributes, Decision
 from minik.apiserver.crds.controller import CrdController
 from minik.apiserver.crds.conversion import CustomResourceCodec, HttpWebhooks
 from minik.apiserver.crds.rest import CustomResourceRest
-from minik.apiserver.eviction import evict
+from minik.apiserver.eviction import Evictions
 from minik.apiserver.fieldvalidation import DELETE_OPTIONS, FieldValidation, check_decodable
 from minik.apiserver.limits import Lanes, Limits
 from minik.apiserver.lists import list_body, parse_list_options, read_list
@@ -548,9 +548,10 @@ class ApiServer:
 
     async def _evict(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
         body = codec.decode_object(request.body, request.headers.get("Content-Type"))
-        status = await evict(self.rest(info.resource), info.namespace or "", info.name or "", body, user,
-                             _dry_run(request.query))
-        return ApiResponse.of_status(status, 201)
+        budgets = self.rests[("policy", "v1", "poddisruptionbudgets")]
+        status, code = await Evictions(self.rest(info.resource), budgets).evict(
+            info.namespace or "", info.name or "", body, user, _dry_run(request.query))
+        return ApiResponse.of_status(status, code)
 
     async def _pod_proxy(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
         return await self.pod_proxy.handle(info, request)

@@ -216,6 +216,11 @@ def _csrapproving(client: Client, factory: InformerFactory, s: ControllerSetting
     return CSRApprovingController(client, factory, 1, s.clock, r)
 
 
+def _disruption(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
+    from minik.controllers.disruption import DisruptionController
+    return DisruptionController(client, factory, s.workers, s.clock, r)
+
+
 #: controller name -> factory (Kubernetes' names, as kube-controller-manager --controllers takes them)
 CONTROLLERS: dict[str, ControllerFactory] = {
     "replicaset": _replicaset,
@@ -239,6 +244,7 @@ CONTROLLERS: dict[str, ControllerFactory] = {
     "resourcequota": _resourcequota,
     "csrsigning": _csrsigning,
     "csrapproving": _csrapproving,
+    "disruption": _disruption,
 }
 
 

@@ -31,7 +31,7 @@ def test_every_kind_is_registered_with_the_short_names_kubectl_shows() -> None:
         "customresourcedefinitions": ("crd", "crds"),
         "limitranges": ("limits",),
         "resourcequotas": ("quota",), "podtemplates": (), "runtimeclasses": (), "apiservices": (),
-        "certificatesigningrequests": ("csr",),
+        "certificatesigningrequests": ("csr",), "poddisruptionbudgets": ("pdb",),
     }
     assert REGISTRY.resolve("deploy") is resource("deployments")
     assert REGISTRY.resolve("pc") is resource("priorityclasses")

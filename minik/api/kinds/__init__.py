@@ -50,3 +50,8 @@ from minik.api.kinds.podtemplate import PodTemplateStrategy  # noqa: E402
 from minik.api.kinds.resourcequota import ResourceQuotaStrategy  # noqa: E402
 
 __all__ += ["APIServiceStrategy", "CertificateSigningRequestStrategy", "EventsV1Strategy", "SharedStorageType", "LimitRangeStrategy", "PodTemplateStrategy", "ResourceQuotaStrategy", "RuntimeClassStrategy"]
+
+# issue 21: disruption budgets
+from minik.api.kinds.policy import PodDisruptionBudgetStrategy  # noqa: E402
+
+__all__ += ["PodDisruptionBudgetStrategy"]

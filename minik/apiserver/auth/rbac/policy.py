@@ -321,6 +321,15 @@ def controller_roles() -> dict[str, tuple[str, list[Obj]]]:
         "csrapproving": ("certificate-controller", _certificate_controller_rules()),
         # minik's own: Kubernetes expires Events with etcd leases, minik with a controller
         "event-ttl": ("event-ttl-controller", [rule(("delete", "list", "watch"), ("",), ("events",))]),
+        "disruption": ("disruption-controller", [
+            rule(READ, ("extensions", "apps"), ("deployments",)),
+            rule(READ, ("apps", "extensions"), ("replicasets",)),
+            rule(READ, ("",), ("replicationcontrollers",)),
+            rule(READ, ("policy",), ("poddisruptionbudgets",)),
+            rule(READ, ("apps",), ("statefulsets",)),
+            rule(("update",), ("policy",), ("poddisruptionbudgets/status",)),
+            rule(("get",), ("*",), ("*/scale",)),
+            rule(("patch", "update"), ("",), ("pods/status",)), events()]),
     }
 
 
