@@ -29,6 +29,7 @@ from minik.kubelet.actions import Target, run_action
 from minik.kubelet.podevents import PodEvents
 from minik.kubelet.prober import Prober
 from minik.kubelet.runtimes.base import ContainerConfig, ContainerInfo, PodRecord, Runtime, RuntimeFailure, SandboxInfo
+from minik.kubelet.runtimes.security import effective, refusal
 from minik.kubelet.status import TERMINAL_PHASES, WorkerView, pod_status, status_patch
 
 log = structlog.get_logger("minik.kubelet")
@@ -91,7 +92,7 @@ def simple_config(pod: Obj, spec: Obj, sandbox: SandboxInfo, init: bool) -> Cont
     """The config of a runtime that needs no env or files (the fake runtime)."""
     return ContainerConfig(spec.get("name", ""), spec.get("image", ""), list(spec.get("command") or []),
                            list(spec.get("args") or []), spec.get("workingDir"), {}, [], [],
-                           spec.get("resources") or {}, init=init)
+                           spec.get("resources") or {}, init=init, security=effective(pod, spec))
 
 
 def pull_policy(spec: Obj) -> str:
@@ -284,6 +285,9 @@ class PodWorkers:
                 config = await self.build_config.build(pod, container, sandbox, init)
             else:
                 config = simple_config(pod, container, sandbox, init)
+            refused = self.runtime.unsupported(config.security)
+            if refused:
+                raise refusal(self.runtime.name, refused)
             await self.runtime.start_container(pod, sandbox, config, attempt)
         except RuntimeFailure as exc:
             state.waiting[name] = (exc.reason, exc.message)

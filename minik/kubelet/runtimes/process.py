@@ -12,6 +12,7 @@ import asyncio
 import itertools
 import os
 import signal
+import subprocess
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -31,6 +32,8 @@ from minik.kubelet.runtimes.base import (
     SandboxInfo,
 )
 from minik.kubelet.runtimes.process_exec import ProcessExec
+from minik.kubelet.runtimes.process_security import popen_options, unsupported
+from minik.kubelet.runtimes.security import SecurityConfig, verify_run_as_non_root
 from minik.pki.files import open_private
 
 log = structlog.get_logger("minik.kubelet.process")
@@ -60,6 +63,9 @@ class ProcessRuntime:
         self._ids = itertools.count(1)
         self._on_change: OnChange = lambda uid: None
         self._address = host_address()
+
+    def unsupported(self, security: SecurityConfig) -> list[str]:
+        return unsupported(security)
 
     async def start(self, on_change: OnChange) -> None:
         self._on_change = on_change
@@ -92,6 +98,7 @@ class ProcessRuntime:
         if not argv:
             raise RuntimeFailure("RunContainerError", "the process runtime runs a container's command; "
                                                       f"container {config.name!r} has none")
+        verify_run_as_non_root(pod, config.name, config.security, str(os.geteuid()))  # the "image" runs as we do
         uid = pod["metadata"]["uid"]
         container_id = f"{self.kubelet_id}-{next(self._ids)}"
         log_path = self.logs_dir / uid / f"{config.name}-{attempt}.log"
@@ -106,9 +113,10 @@ class ProcessRuntime:
             try:
                 process = await asyncio.create_subprocess_exec(
                     *argv, stdin=asyncio.subprocess.DEVNULL, stdout=output, stderr=output, env=env, cwd=cwd,
-                    start_new_session=True)
-            except OSError as exc:
-                raise RuntimeFailure("RunContainerError", f"cannot run {argv[0]!r}: {exc.strerror or exc}") from None
+                    start_new_session=True, **popen_options(config.security))
+            except (OSError, subprocess.SubprocessError) as exc:
+                raise RuntimeFailure("RunContainerError",
+                                     f"cannot run {argv[0]!r}: {getattr(exc, 'strerror', None) or exc}") from None
         info = ContainerInfo(container_id, config.name, attempt, "running", started_at=time.time(),
                              image=config.image, image_id="", init=config.init)
         record = self._pods[uid]
