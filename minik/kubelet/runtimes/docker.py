@@ -398,7 +398,7 @@ class DockerRuntime:
 
     async def stop_container(self, container_id: str, grace_seconds: float) -> None:
         try:
-            await self._d.containers.container(container_id).stop(t=max(0, int(grace_seconds)))
+            await self._d.containers.container(container_id).stop(t=max(0, round(grace_seconds)))
         except aiodocker.DockerError as exc:
             if exc.status not in (304, 404):
                 raise
