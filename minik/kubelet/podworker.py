@@ -178,17 +178,18 @@ class PodWorkers:
         view = WorkerView(self.runtime.name, self.host_ips((pod.get("spec") or {}).get("nodeName", "")),
                           state.waiting, probes.not_ready, probes.not_started)
         new = pod_status(pod, record, view)
-        if new["phase"] in TERMINAL_PHASES:
-            await self._stop_running(record)
+        if new["phase"] in TERMINAL_PHASES and await self._stop_running(record):
+            # what still ran (the sidecars of a pod whose app containers completed) shows terminated
+            new = pod_status(pod, await self.runtime.pod(uid), view)
         await self._write_status(pod, new, state)
         return requeue
 
-    async def _stop_running(self, record: PodRecord | None) -> None:
-        if record is None:
-            return
-        for info in record.containers:
-            if info.state != "exited":
-                await self.runtime.stop_container(info.id, 0)
+    async def _stop_running(self, record: PodRecord | None) -> bool:
+        """Stop what still runs of a pod that has finished; whether anything did."""
+        running = [info for info in record.containers if info.state != "exited"] if record is not None else []
+        for info in running:
+            await self.runtime.stop_container(info.id, 0)
+        return bool(running)
 
     async def _write_status(self, pod: Obj, new: Obj, state: PodState) -> None:
         old = pod.get("status") or {}

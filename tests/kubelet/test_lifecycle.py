@@ -106,6 +106,17 @@ async def test_sidecars_start_before_and_stop_after_the_app_and_count_in_readine
     assert (out / "log").read_text().split() == ["sidecar-start", "app-start", "app-stop", "sidecar-stop"]
 
 
+async def test_a_pod_that_runs_to_completion_completes_with_its_sidecar_stopped(node: DockerNode) -> None:
+    client = node.client
+    sidecar = busybox("sidecar", "exec sleep 600", restartPolicy="Always")
+    await client.create("pods", pod_manifest("batch", node=NODE, restart_policy="Never", initContainers=[sidecar],
+                                             containers=[busybox("app", "sleep 1")]))
+    pod = await wait_for_pod(client, "batch", lambda p: phase(p) == "Succeeded" and "terminated" in
+                             p["status"]["initContainerStatuses"][0]["state"], 30)
+    assert container_state(pod, "app")["state"]["terminated"]["exitCode"] == 0
+    assert container_state(pod, "app")["restartCount"] == 0
+
+
 async def test_termination_messages_come_from_the_file_or_the_log_on_failure(node: DockerNode) -> None:
     client = node.client
     written = busybox("written", "echo -n all done > /dev/termination-log")
