@@ -30,7 +30,7 @@ from minik.kubelet.podevents import PodEvents
 from minik.kubelet.prober import Prober, probed_containers
 from minik.kubelet.runtimes.base import ContainerConfig, ContainerInfo, PodRecord, Runtime, RuntimeFailure, SandboxInfo
 from minik.kubelet.runtimes.security import effective, refusal
-from minik.kubelet.status import TERMINAL_PHASES, WorkerView, is_sidecar, pod_status, status_patch
+from minik.kubelet.status import TERMINAL_PHASES, WorkerView, is_sidecar, pod_phase, pod_status, status_patch
 
 log = structlog.get_logger("minik.kubelet")
 
@@ -178,18 +178,26 @@ class PodWorkers:
         view = WorkerView(self.runtime.name, self.host_ips((pod.get("spec") or {}).get("nodeName", "")),
                           state.waiting, probes.not_ready, probes.not_started)
         new = pod_status(pod, record, view)
-        if new["phase"] in TERMINAL_PHASES and await self._stop_running(record):
-            # what still ran (the sidecars of a pod whose app containers completed) shows terminated
-            new = pod_status(pod, await self.runtime.pod(uid), view)
+        if new["phase"] in TERMINAL_PHASES and record is not None and \
+                any(info.state != "exited" for info in record.containers):
+            # the app containers completed and sidecars still run: they stop as at deletion (preStop, SIGTERM,
+            # the grace period), and the next sync writes the finished pod with them terminated
+            state.busy = start_task(self._finish(pod, record), f"finish pod {uid}")
+            return None
         await self._write_status(pod, new, state)
         return requeue
 
-    async def _stop_running(self, record: PodRecord | None) -> bool:
-        """Stop what still runs of a pod that has finished; whether anything did."""
-        running = [info for info in record.containers if info.state != "exited"] if record is not None else []
-        for info in running:
-            await self.runtime.stop_container(info.id, 0)
-        return bool(running)
+    async def _stop_running(self, record: PodRecord | None) -> None:
+        """Stop at once what still runs of a pod the API says has finished."""
+        for info in record.containers if record is not None else []:
+            if info.state != "exited":
+                await self.runtime.stop_container(info.id, 0)
+
+    async def _finish(self, pod: Obj, record: PodRecord) -> None:
+        try:
+            await self._stop_all(pod, record, time.monotonic() + self._grace(pod))
+        finally:
+            self.enqueue(pod["metadata"]["uid"], 0.0)
 
     async def _write_status(self, pod: Obj, new: Obj, state: PodState) -> None:
         old = pod.get("status") or {}
@@ -211,6 +219,8 @@ class PodWorkers:
         spec = pod.get("spec") or {}
         policy = spec.get("restartPolicy") or "Always"
         sandbox = record.sandbox if record is not None else None
+        if record is not None and pod_phase(pod, record) in TERMINAL_PHASES:
+            return None  # its app containers completed: nothing starts again (its sidecars neither)
         if record is None or sandbox is None or not sandbox.running:
             state.acted = True
             if record is not None and record.containers:

@@ -108,13 +108,15 @@ async def test_sidecars_start_before_and_stop_after_the_app_and_count_in_readine
 
 async def test_a_pod_that_runs_to_completion_completes_with_its_sidecar_stopped(node: DockerNode) -> None:
     client = node.client
-    sidecar = busybox("sidecar", "exec sleep 600", restartPolicy="Always")
+    sidecar = busybox("sidecar", "trap 'exit 0' TERM; while true; do sleep 0.1; done", restartPolicy="Always")
     await client.create("pods", pod_manifest("batch", node=NODE, restart_policy="Never", initContainers=[sidecar],
                                              containers=[busybox("app", "sleep 1")]))
     pod = await wait_for_pod(client, "batch", lambda p: phase(p) == "Succeeded" and "terminated" in
                              p["status"]["initContainerStatuses"][0]["state"], 30)
     assert container_state(pod, "app")["state"]["terminated"]["exitCode"] == 0
     assert container_state(pod, "app")["restartCount"] == 0
+    # stopped with SIGTERM, as at deletion, not killed
+    assert pod["status"]["initContainerStatuses"][0]["state"]["terminated"]["exitCode"] == 0
 
 
 async def test_termination_messages_come_from_the_file_or_the_log_on_failure(node: DockerNode) -> None:
