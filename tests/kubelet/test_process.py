@@ -74,6 +74,7 @@ async def test_probes_logs_and_exec_work_on_the_process_runtime(client: Client, 
 async def test_the_process_runtime_runs_as_the_asked_user_and_refuses_what_it_cannot_honour(client: Client) -> None:
     await client.create("pods", pod_manifest("confined", node=NODE, restart_policy="Never", containers=[
         {"name": "user", "image": "none", "command": ["id", "-u"], "securityContext": {"runAsUser": 1000}},
+        {"name": "shell", "image": "none", "command": ["sleep", "600"], "securityContext": {"runAsUser": 1001}},
         {"name": "ro", "image": "none", "command": ["true"],
          "securityContext": {"readOnlyRootFilesystem": True, "capabilities": {"add": ["NET_ADMIN"]}}}]))
     pod = await wait_for_pod(client, "confined", lambda p: "terminated" in container_state(p, "user").get("state", {}) and
@@ -89,3 +90,8 @@ async def test_the_process_runtime_runs_as_the_asked_user_and_refuses_what_it_ca
         await logs.close()
     events = (await client.list("events", "default", field_selector="involvedObject.name=confined"))["items"]
     assert any(e["reason"] == "Failed" and e["message"] == f"Error: {waiting['message']}" for e in events)
+    # a command run in the container runs as its process does
+    socket = await client.exec_socket("confined", "default", ["id", "-u"], container="shell")
+    async with socket:
+        received = [rc.parse(message.data) async for message in socket]
+    assert (rc.STDOUT, b"1001\n") in received

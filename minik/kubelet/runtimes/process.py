@@ -59,7 +59,8 @@ class ProcessRuntime:
         self._processes: dict[str, asyncio.subprocess.Process] = {}
         self._waiters: dict[str, asyncio.Task[None]] = {}
         self._log_paths: dict[str, Path] = {}
-        self._contexts: dict[str, tuple[dict[str, str], str | None]] = {}  # container id -> (env, working dir)
+        #: container id -> (env, working dir, subprocess options): what an exec in the container runs with
+        self._contexts: dict[str, tuple[dict[str, str], str | None, dict[str, Any]]] = {}
         self._ids = itertools.count(1)
         self._on_change: OnChange = lambda uid: None
         self._address = host_address()
@@ -109,11 +110,12 @@ class ProcessRuntime:
         if config.working_dir:
             is_dir: bool = await asyncio.to_thread(os.path.isdir, config.working_dir)
             cwd = config.working_dir if is_dir else None
+        options = popen_options(config.security)
         with os.fdopen(open_private(log_path), "ab") as output:  # a container's output: owner only
             try:
                 process = await asyncio.create_subprocess_exec(
                     *argv, stdin=asyncio.subprocess.DEVNULL, stdout=output, stderr=output, env=env, cwd=cwd,
-                    start_new_session=True, **popen_options(config.security))
+                    start_new_session=True, **options)
             except (OSError, subprocess.SubprocessError) as exc:
                 raise RuntimeFailure("RunContainerError",
                                      f"cannot run {argv[0]!r}: {getattr(exc, 'strerror', None) or exc}") from None
@@ -124,7 +126,7 @@ class ProcessRuntime:
         record.containers.append(info)
         self._processes[container_id] = process
         self._log_paths[container_id] = log_path
-        self._contexts[container_id] = (env, config.working_dir)
+        self._contexts[container_id] = (env, config.working_dir, options)
         self._waiters[container_id] = start_task(self._wait(uid, info, process), f"process {container_id}")
         return container_id
 
@@ -177,8 +179,8 @@ class ProcessRuntime:
                    tty: bool = False) -> ExecSession:
         if container_id not in self._processes:
             raise RuntimeFailure("ExecError", f"container {container_id} is not running")
-        env, cwd = self._contexts[container_id]
-        return await ProcessExec.start(command, env, cwd, stdin=stdin, tty=tty)
+        env, cwd, options = self._contexts[container_id]
+        return await ProcessExec.start(command, env, cwd, stdin=stdin, tty=tty, options=options)
 
     async def logs(self, container_id: str, *, follow: bool = False, tail_lines: int | None = None,
                    since_seconds: int | None = None, timestamps: bool = False) -> AsyncIterator[bytes]:
