@@ -281,10 +281,11 @@ class ContainerConfigs:
         for relative, (content, mode) in files.items():
             write_atomically(root / relative, content, mode)
         empty_dir = volume.get("emptyDir") is not None
-        root.chmod(0o777 if empty_dir else 0o755)
-        fs_group = ((pod.get("spec") or {}).get("securityContext") or {}).get("fsGroup")
-        if isinstance(fs_group, int) and (created or not empty_dir):  # an emptyDir's own files are its pod's
-            await asyncio.to_thread(give_to_group, root, fs_group, not empty_dir)
+        if created or not empty_dir:  # an emptyDir is set up once: later it holds what the pod made of it
+            root.chmod(0o777 if empty_dir else 0o755)
+            fs_group = ((pod.get("spec") or {}).get("securityContext") or {}).get("fsGroup")
+            if isinstance(fs_group, int):
+                await asyncio.to_thread(give_to_group, root, fs_group, not empty_dir)
         return root
 
     async def mounts(self, pod: Obj, container: Obj, pod_ip: str) -> list[Mount]:

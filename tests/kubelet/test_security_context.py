@@ -35,7 +35,7 @@ async def test_users_groups_capabilities_and_a_read_only_root_show_inside_the_co
     root = busybox("root", REPORT, volumeMounts=data, securityContext={
         "runAsUser": 0, "runAsGroup": 0, "capabilities": {"drop": ["ALL"], "add": ["NET_BIND_SERVICE", "CHOWN"]}})
     await client.create("pods", pod_manifest(
-        "confined", node=NODE, restart_policy="Never", containers=[confined, root],
+        "confined", node=NODE, restart_policy="Never", containers=[root, confined],
         securityContext={"runAsUser": 2000, "runAsGroup": 3000, "supplementalGroups": [4000], "fsGroup": 5000},
         volumes=[{"name": "data", "emptyDir": {}}]))
     pod = await wait_for_pod(client, "confined", lambda p: phase(p) in ("Succeeded", "Failed"), 30)
@@ -47,7 +47,8 @@ async def test_users_groups_capabilities_and_a_read_only_root_show_inside_the_co
     assert status_line(mine, "NoNewPrivs") == "1"
     assert status_line(mine, "Seccomp") == "2"  # a filter: Docker's default profile
     assert "root-read-only" in mine
-    # fsGroup owns the emptyDir (setgid, so new files are the group's too)
+    # fsGroup owns the emptyDir (setgid, so new files are the group's too), and starting a second container that
+    # mounts it (root's, started first) does not undo that
     assert "data 5000 2777" in mine and "data 5000 644" in mine
 
     theirs = await logs_of(client, "confined", "root")
