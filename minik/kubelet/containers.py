@@ -310,7 +310,8 @@ class ContainerConfigs:
         message_path = str(container.get("terminationMessagePath") or "")
         message_file = ""
         if message_path and not any(m.container_path == message_path for m in mounts):
-            path = self.pod_dir(pod["metadata"]["uid"]) / "containers" / container.get("name", "") / uuid.uuid4().hex[:8]
+            directory = self.pod_dir(pod["metadata"]["uid"]) / "containers" / container.get("name", "")
+            path = directory / uuid.uuid4().hex[:8]  # one per attempt
             await asyncio.to_thread(create_message_file, path)
             message_file = str(path)
             mounts.append(Mount(message_file, message_path))

@@ -77,8 +77,8 @@ async def test_the_process_runtime_runs_as_the_asked_user_and_refuses_what_it_ca
         {"name": "shell", "image": "none", "command": ["sleep", "600"], "securityContext": {"runAsUser": 1001}},
         {"name": "ro", "image": "none", "command": ["true"],
          "securityContext": {"readOnlyRootFilesystem": True, "capabilities": {"add": ["NET_ADMIN"]}}}]))
-    pod = await wait_for_pod(client, "confined", lambda p: "terminated" in container_state(p, "user").get("state", {}) and
-                             "waiting" in container_state(p, "ro").get("state", {}))
+    pod = await wait_for_pod(client, "confined", lambda p: "terminated" in container_state(p, "user").get("state", {})
+                             and "waiting" in container_state(p, "ro").get("state", {}))
     waiting = container_state(pod, "ro")["state"]["waiting"]
     assert waiting == {"reason": "CreateContainerConfigError",
                        "message": "the process runtime cannot honour securityContext capabilities.add, "

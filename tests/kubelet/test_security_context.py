@@ -1,5 +1,5 @@
 """securityContext on real Docker: what a container is given shows from inside it (`id`, /proc/self/status, a
-refused write), and runAsNonRoot refuses an image that runs as root."""
+sysctl, a refused write), and runAsNonRoot refuses an image that runs as root."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from tests.kubelet.test_probes import wait_for_event
 
 #: prints what the container runs as and may do, then tries to write to its root and to the emptyDir
 REPORT = ("id; grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status; "
+          "echo somaxconn $(cat /proc/sys/net/core/somaxconn); "
           "touch /written 2>/dev/null && echo root-writable || echo root-read-only; "
           "touch /data/by-$(id -u) && stat -c 'data %g %a' /data /data/by-$(id -u)")
 
@@ -36,7 +37,8 @@ async def test_users_groups_capabilities_and_a_read_only_root_show_inside_the_co
         "runAsUser": 0, "runAsGroup": 0, "capabilities": {"drop": ["ALL"], "add": ["NET_BIND_SERVICE", "CHOWN"]}})
     await client.create("pods", pod_manifest(
         "confined", node=NODE, restart_policy="Never", containers=[root, confined],
-        securityContext={"runAsUser": 2000, "runAsGroup": 3000, "supplementalGroups": [4000], "fsGroup": 5000},
+        securityContext={"runAsUser": 2000, "runAsGroup": 3000, "supplementalGroups": [4000], "fsGroup": 5000,
+                         "sysctls": [{"name": "net.core.somaxconn", "value": "1234"}]},
         volumes=[{"name": "data", "emptyDir": {}}]))
     pod = await wait_for_pod(client, "confined", lambda p: phase(p) in ("Succeeded", "Failed"), 30)
     assert phase(pod) == "Succeeded", pod["status"]
@@ -47,6 +49,7 @@ async def test_users_groups_capabilities_and_a_read_only_root_show_inside_the_co
     assert status_line(mine, "NoNewPrivs") == "1"
     assert status_line(mine, "Seccomp") == "2"  # a filter: Docker's default profile
     assert "root-read-only" in mine
+    assert "somaxconn 1234" in mine  # the pod's sysctl, set on the sandbox whose network namespace it shares
     # fsGroup owns the emptyDir (setgid, so new files are the group's too), and starting a second container that
     # mounts it (root's, started first) does not undo that
     assert "data 5000 2777" in mine and "data 5000 644" in mine
@@ -71,5 +74,5 @@ async def test_run_as_non_root_refuses_an_image_that_runs_as_root(node: DockerNo
     assert phase(pod) == "Pending"
     events = await wait_for_event(client, "rooted", lambda e: e[1] == "Failed")
     assert ("Warning", "Failed", f"Error: {message}") in events
-    assert await node.containers(pod["metadata"]["uid"]) != []  # the sandbox only
-    assert all(c["Labels"]["io.kubernetes.container.name"] == "POD" for c in await node.containers(pod["metadata"]["uid"]))
+    containers = await node.containers(pod["metadata"]["uid"])
+    assert [c["Labels"]["io.kubernetes.container.name"] for c in containers] == ["POD"]  # the sandbox only
