@@ -37,3 +37,4 @@ async def test_kubectl_wait_sees_ready_false_while_a_pod_is_deleted_gracefully(n
     result = await finish(waiting, 40)
     assert result.code == 0, result.err
     assert result.out.strip() == "pod/web condition met"
+    await kubectl("wait", "--for=delete", "pod/web", "--timeout=30s")

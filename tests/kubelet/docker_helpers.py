@@ -87,7 +87,7 @@ async def remove_containers(docker: aiodocker.Docker, kubelet: str) -> None:
             try:
                 await docker.containers.container(container["Id"]).delete(force=True)
             except aiodocker.DockerError as exc:
-                if exc.status != 404:  # the kubelet, still stopping, removed it first
+                if exc.status not in (404, 409):  # the kubelet, still stopping, removes (or removed) it
                     raise
 
 
