@@ -12,6 +12,11 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from minik.kubelet.runtimes.errors import RuntimeFailure
+from minik.kubelet.runtimes.security import SecurityConfig
+
+__all__ = ["RuntimeFailure", "SecurityConfig"]
+
 Obj = dict[str, Any]
 
 #: how much of a one-shot command's output is kept (probe and hook messages quote it; Kubernetes keeps 10 KiB)
@@ -19,16 +24,6 @@ MAX_EXEC_OUTPUT = 10 * 1024
 
 #: called with a pod uid whenever something of that pod changed in the runtime (a container exited...)
 OnChange = Callable[[str], None]
-
-
-class RuntimeFailure(Exception):
-    """A runtime operation failed; ``reason`` is the Kubernetes waiting reason to show
-    (ErrImagePull, CreateContainerConfigError, CreateContainerError, RunContainerError...)."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
 
 
 @dataclass
@@ -54,6 +49,11 @@ class ContainerConfig:
     tty: bool = False
     stdin: bool = False
     init: bool = False
+    security: SecurityConfig = field(default_factory=SecurityConfig)
+    termination_message_file: str = ""
+    """the host file mounted at the container's terminationMessagePath (empty: none)"""
+    termination_message_policy: str = "File"
+    """File, or FallbackToLogsOnError: the end of the log when the file is empty and the container failed"""
 
 
 @dataclass
@@ -136,6 +136,10 @@ class Runtime(Protocol):
 
     simulated: bool
     """No real containers (the fake runtime): probes and hooks count as passed without running."""
+
+    def unsupported(self, security: SecurityConfig) -> list[str]:
+        """The securityContext fields of ``security`` this runtime cannot honour (SecurityConfig.set_fields
+        names); the kubelet refuses to start a container that asks for any of them."""
 
     async def start(self, on_change: OnChange) -> None:
         """Connect; from now on call ``on_change(uid)`` whenever a pod's containers change on their own."""
