@@ -57,6 +57,17 @@ def split_scheme_name_port(value: str) -> tuple[str, str, str] | None:
     return scheme, name, port
 
 
+def refuse_simulated(reader: ObjectReader, pod: Obj, what: str) -> None:
+    """400 when the pod's node runs the simulated runtime (its pods have no network to reach), rather than a
+    connection that waits for an address nothing answers on."""
+    node_name = (pod.get("spec") or {}).get("nodeName")
+    node = reader.get("", "v1", "nodes", None, node_name) if node_name else None
+    runtime = str((((node or {}).get("status") or {}).get("nodeInfo") or {}).get("containerRuntimeVersion") or "")
+    if runtime.startswith("fake://"):
+        raise bad_request(f"cannot {what} pod {pod['metadata'].get('name')}: it runs on node {node_name}, whose "
+                          f"runtime ({runtime}) simulates containers without a network")
+
+
 class HttpProxy:
     def __init__(self, reader: ObjectReader) -> None:
         self.reader = reader
@@ -106,6 +117,7 @@ class HttpProxy:
             declared = [p.get("containerPort") for c in (pod.get("spec") or {}).get("containers") or []
                         for p in c.get("ports") or [] if p.get("containerPort")]
             port = str(declared[0]) if declared else ("443" if scheme == "https" else "80")
+        refuse_simulated(self.reader, pod, "proxy to")
         address = str((pod.get("status") or {}).get("podIP") or "")
         if not address:
             raise bad_request("address not allowed")

@@ -27,6 +27,7 @@ from minik.aio import start_task, stop_task
 from minik.api import portforward as pf
 from minik.api import spdy
 from minik.api.errors import StatusError, bad_request
+from minik.apiserver.httpproxy import refuse_simulated
 from minik.apiserver.podproxy import ExecRelay, KubeletTarget, PodProxy, kubelet_error
 from minik.apiserver.request import ApiRequest, ApiResponse
 
@@ -44,6 +45,8 @@ _CONNECT_SECONDS = 5.0
 _FRAME_BYTES = 64 * 1024
 #: frames from the client queued for one connection before reading from the client waits for it
 _QUEUED_FRAMES = 64
+#: bytes queued for the client before the connections sending them wait
+_QUEUED_BYTES = 1 << 20
 
 
 @dataclass
@@ -56,6 +59,8 @@ class _Pair:
     error_id: int = 0
     inbound: asyncio.Queue[bytes | None] = field(default_factory=lambda: asyncio.Queue(_QUEUED_FRAMES))
     task: asyncio.Task[None] | None = None
+    #: the kubelet's WebSocket, once open
+    upstream: aiohttp.ClientWebSocketResponse | None = None
     data_closed: bool = False  # FIN sent on the data stream
     error_closed: bool = False  # FIN sent on the error stream
     reset: bool = False
@@ -72,13 +77,41 @@ class SpdySession:
         self._encoder = spdy.Encoder()
         self._pairs: dict[str, _Pair] = {}
         self._streams: dict[int, _Pair] = {}
-        self._lock = asyncio.Lock()
         self.closed = False
+        #: frames waiting for the writer, which sends all that accumulated in one message: the answers of many
+        #: connections that arrive together cost one write to the client, not one each
+        self._out: list[bytes] = []
+        self._out_bytes = 0
+        self._wake = asyncio.Event()
+        self._room = asyncio.Event()
+        self._room.set()
+        self._writer = start_task(self._write_out(), "port-forward writer")
 
     async def send(self, frame: bytes) -> None:
-        async with self._lock:  # frames from several connections' tasks must not interleave
-            if not self.closed:
-                await self._send(frame)
+        """Queue a frame for the client (in order); waits while too much is queued already."""
+        if self.closed:
+            return
+        self._out.append(frame)
+        self._out_bytes += len(frame)
+        self._wake.set()
+        if self._out_bytes > _QUEUED_BYTES:
+            self._room.clear()
+            await self._room.wait()
+
+    async def _write_out(self) -> None:
+        try:
+            while True:
+                await self._wake.wait()
+                self._wake.clear()
+                if not self._out:
+                    continue
+                out, self._out, self._out_bytes = self._out, [], 0
+                self._room.set()
+                await self._send(out[0] if len(out) == 1 else b"".join(out))
+        except (ConnectionError, aiohttp.ClientError) as exc:
+            log.info("port-forward client gone", pod=self.where, error=str(exc))
+            self.closed = True
+            self._room.set()
 
     async def feed(self, data: bytes) -> None:
         """Take bytes from the client; frames that change the session are acted on before this returns."""
@@ -99,9 +132,11 @@ class SpdySession:
             # SETTINGS, WINDOW_UPDATE, HEADERS: nothing to do (no flow control is enforced either way)
 
     async def close(self) -> None:
-        self.closed = True
         for pair in list(self._pairs.values()):
             await self._forget(pair)
+        self.closed = True
+        self._room.set()
+        await stop_task(self._writer)
 
     async def _syn_stream(self, frame: spdy.Frame) -> None:
         headers = frame.headers or {}
@@ -132,8 +167,12 @@ class SpdySession:
         pair = self._streams.get(frame.stream_id)
         if pair is None or frame.stream_id != pair.data_id:
             return  # the error stream carries nothing from the client but its FIN
+        upstream = pair.upstream
         if frame.data:
-            await pair.inbound.put(frame.data)
+            if upstream is not None and pair.inbound.empty() and not upstream.closed:
+                await upstream.send_bytes(b"\x00" + frame.data)  # the common case: no task in between
+            else:
+                await pair.inbound.put(frame.data)
         if frame.fin:
             await pair.inbound.put(None)
 
@@ -153,6 +192,7 @@ class SpdySession:
                 return
             async with upstream:
                 to_pod = start_task(self._to_pod(pair, upstream), "port-forward to pod")
+                pair.upstream = upstream
                 try:
                     await self._from_pod(pair, upstream)
                 finally:
@@ -214,6 +254,7 @@ def port_forward(proxy: PodProxy, pod: Obj, request: ApiRequest) -> ApiResponse:
     """The answer to pods/portforward: an upgrade, to kubectl's SPDY session (in a WebSocket or not) ended here,
     or to the channel protocol (the Python client's) relayed to the kubelet as it is."""
     target = proxy.kubelet(pod)
+    refuse_simulated(proxy.reader, pod, "forward ports of")
     meta = pod["metadata"]
     where = f"{meta['namespace']}/{meta['name']}"
     url = f"{target.base_url}/portForward/{quote(meta['namespace'])}/{quote(meta['name'])}"
@@ -264,11 +305,14 @@ class SpdyTunnel:
         await socket.prepare(request)
         log.info("port-forward", pod=self.where, transport="websocket")
         async with self._session(socket.send_bytes) as session:
-            async for message in socket:
-                if message.type == aiohttp.WSMsgType.BINARY:
-                    await session.feed(message.data)
-                if session.closed:
-                    break
+            try:
+                async for message in socket:
+                    if message.type == aiohttp.WSMsgType.BINARY:
+                        await session.feed(message.data)
+                    if session.closed:
+                        break
+            except spdy.ProtocolError as exc:
+                await self._protocol_error(session, exc)
         await socket.close()
         return socket
 
@@ -289,11 +333,19 @@ class SpdyTunnel:
         protocol.set_parser(reader)  # type: ignore[arg-type]  # the connection's bytes from here on, as a WebSocket would take them
         log.info("port-forward", pod=self.where, transport="spdy")
         async with self._session(response.write) as session:
-            while (chunk := await reader.read()) and not session.closed:
-                await session.feed(chunk)
+            try:
+                while (chunk := await reader.read()) and not session.closed:
+                    await session.feed(chunk)
+            except spdy.ProtocolError as exc:
+                await self._protocol_error(session, exc)
         if request.transport is not None:
             request.transport.close()
         return response
+
+
+    async def _protocol_error(self, session: SpdySession, exc: spdy.ProtocolError) -> None:
+        log.info("port-forward: the client broke SPDY", pod=self.where, error=str(exc))
+        await session.send(spdy.goaway(0, spdy.PROTOCOL_ERROR))
 
 
 class _RawReader:

@@ -12,9 +12,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.stream import portforward
 
 from minik.api.errors import StatusError
 from minik.client import Client
+from tests.access import admin_kubeconfig
 from tests.e2e.kubectl_helpers import Kubectl
 from tests.kubelet.docker_helpers import DockerNode, docker_cluster
 
@@ -208,3 +212,30 @@ async def test_the_proxy_paths_answer_as_kubernetes_does(node: DockerNode, kubec
             head = (await reader.read()).partition(b"\r\n\r\n")[0].decode()
             writer.close()
         assert head.split()[1] == "301" and f"Location: {base}/pods/{web}:8080/proxy/?x=1" in head
+
+
+def _python_client_exchange(kubeconfig: Path, pod: str) -> tuple[bytes, str | None]:
+    """What the official Python client's port-forward (v4.channel.k8s.io) reads from port 8080, and the error
+    reported for a port nothing listens on."""
+    core = k8s.CoreV1Api(k8s_config.new_client_from_config(str(kubeconfig)))
+    forward = portforward(core.connect_get_namespaced_pod_portforward, pod, NS, ports="8080,9999")
+    sock = forward.socket(8080)
+    sock.settimeout(15)
+    sock.sendall(b"GET /f1 HTTP/1.0\r\n\r\n")
+    answer = b""
+    while chunk := sock.recv(65536):
+        answer += chunk
+    sock.close()
+    refused = forward.socket(9999)
+    refused.settimeout(15)
+    refused.recv(1)
+    error = forward.error(9999)
+    forward.close()
+    return answer, error
+
+
+async def test_the_python_clients_port_forward_reaches_the_pod(node: DockerNode, web: str, tmp_path: Path) -> None:
+    config = admin_kubeconfig(node.cluster, tmp_path / "python-kubeconfig")
+    answer, error = await asyncio.to_thread(_python_client_exchange, config, web)
+    assert answer.startswith(b"HTTP/1.") and answer.endswith(lines(1000))
+    assert error is not None and ":9999" in error and "connection refused" in error
