@@ -1,20 +1,21 @@
 """pods/portforward in the API server: kubectl's SPDY/3.1 session, tunneled in a WebSocket (kubectl 1.31 and
 later) or on the upgraded connection itself (older clients, or ``KUBECTL_PORT_FORWARD_WEBSOCKETS=false``), ended
-here and turned into one WebSocket to the pod's kubelet per forwarded connection.
+here and carried to the pod's kubelet over one WebSocket (``portforward.minik.io``).
 
 kubectl opens two SPDY streams per connection it accepts locally, both with headers ``port`` and ``requestID``:
 ``streamType: error``, which it half-closes at once and reads to its end (anything read is an error it prints),
-and ``streamType: data``, the connection's bytes, half-closed when the local side ends. Each pair gets its own
-kubelet WebSocket (``portforward.minik.io``), so connections stay independent: one that fails or ends leaves the
-others running. The server answers every SYN_STREAM with a SYN_REPLY and every PING with the same PING, and sends
-FIN on both streams of a pair once the pod's side has ended.
+and ``streamType: data``, the connection's bytes, half-closed when the local side ends. Each pair is one
+connection of the kubelet's session, opened when both streams are there, so connections stay independent: one
+that fails or ends leaves the others running. The server answers every SYN_STREAM with a SYN_REPLY and every PING
+with the same PING, and sends FIN on both streams of a pair once the pod's side has ended. What is ready for the
+client, or for the kubelet, in one turn of the event loop goes in one message (``minik.aio.batch``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -24,6 +25,7 @@ import structlog
 from aiohttp import web
 
 from minik.aio import start_task, stop_task
+from minik.aio.batch import Batcher
 from minik.api import portforward as pf
 from minik.api import spdy
 from minik.api.errors import StatusError, bad_request
@@ -35,32 +37,29 @@ log = structlog.get_logger("minik.apiserver.portforward")
 
 Obj = dict[str, Any]
 
-#: opens the kubelet's WebSocket for one port (raises StatusError when the kubelet refuses)
-OpenPort = Callable[[int], Awaitable[aiohttp.ClientWebSocketResponse]]
-#: sends bytes to the client (in order; may wait for the connection to take them)
-Send = Callable[[bytes], Awaitable[None]]
+#: opens the session's WebSocket to the kubelet (raises StatusError when the kubelet refuses)
+OpenKubelet = Callable[[], Coroutine[Any, Any, aiohttp.ClientWebSocketResponse]]
+#: sends one message to the client
+Send = Callable[[bytes], Awaitable[object]]
 
 _CONNECT_SECONDS = 5.0
 #: DATA frames carry at most this much (Go's SPDY reader takes up to 16 MiB; smaller frames interleave better)
 _FRAME_BYTES = 64 * 1024
-#: frames from the client queued for one connection before reading from the client waits for it
-_QUEUED_FRAMES = 64
-#: bytes queued for the client before the connections sending them wait
-_QUEUED_BYTES = 1 << 20
 
 
 @dataclass
 class _Pair:
-    """The two streams of one forwarded connection."""
+    """The two streams of one forwarded connection, and its connection in the kubelet's session."""
 
     request_id: str
     port: int
+    connection: int
     data_id: int = 0
     error_id: int = 0
-    inbound: asyncio.Queue[bytes | None] = field(default_factory=lambda: asyncio.Queue(_QUEUED_FRAMES))
+    #: the OPEN record went to the kubelet; until then, what the client sends waits here (None: its FIN)
+    opened: bool = False
+    pending: list[bytes | None] = field(default_factory=list)
     task: asyncio.Task[None] | None = None
-    #: the kubelet's WebSocket, once open
-    upstream: aiohttp.ClientWebSocketResponse | None = None
     data_closed: bool = False  # FIN sent on the data stream
     error_closed: bool = False  # FIN sent on the error stream
     reset: bool = False
@@ -69,49 +68,25 @@ class _Pair:
 class SpdySession:
     """The server's side of one SPDY connection carrying port-forward streams."""
 
-    def __init__(self, send: Send, open_port: OpenPort, where: str) -> None:
-        self._send = send
-        self._open_port = open_port
+    def __init__(self, send: Send, open_kubelet: OpenKubelet, where: str) -> None:
+        self._open_kubelet = open_kubelet
         self.where = where
         self._decoder = spdy.Decoder()
         self._encoder = spdy.Encoder()
         self._pairs: dict[str, _Pair] = {}
         self._streams: dict[int, _Pair] = {}
+        self._connections: dict[int, _Pair] = {}
+        self._next_connection = 1
         self.closed = False
-        #: frames waiting for the writer, which sends all that accumulated in one message: the answers of many
-        #: connections that arrive together cost one write to the client, not one each
-        self._out: list[bytes] = []
-        self._out_bytes = 0
-        self._wake = asyncio.Event()
-        self._room = asyncio.Event()
-        self._room.set()
-        self._writer = start_task(self._write_out(), "port-forward writer")
+        self._to_client = Batcher(send, "port-forward to the client")
+        self._kubelet: asyncio.Task[aiohttp.ClientWebSocketResponse] | None = None
+        self._to_kubelet: Batcher | None = None
+        self._from_kubelet: asyncio.Task[None] | None = None
 
     async def send(self, frame: bytes) -> None:
         """Queue a frame for the client (in order); waits while too much is queued already."""
-        if self.closed:
-            return
-        self._out.append(frame)
-        self._out_bytes += len(frame)
-        self._wake.set()
-        if self._out_bytes > _QUEUED_BYTES:
-            self._room.clear()
-            await self._room.wait()
-
-    async def _write_out(self) -> None:
-        try:
-            while True:
-                await self._wake.wait()
-                self._wake.clear()
-                if not self._out:
-                    continue
-                out, self._out, self._out_bytes = self._out, [], 0
-                self._room.set()
-                await self._send(out[0] if len(out) == 1 else b"".join(out))
-        except (ConnectionError, aiohttp.ClientError) as exc:
-            log.info("port-forward client gone", pod=self.where, error=str(exc))
-            self.closed = True
-            self._room.set()
+        self._to_client.add(frame)
+        await self._to_client.room()
 
     async def feed(self, data: bytes) -> None:
         """Take bytes from the client; frames that change the session are acted on before this returns."""
@@ -124,6 +99,7 @@ class SpdySession:
                 pair = self._streams.get(frame.stream_id)
                 if pair is not None:
                     pair.reset = True
+                    self._to_pod(pair, pf.CLOSE)
                     await self._forget(pair)
             elif frame.kind == spdy.PING:
                 await self.send(spdy.ping(frame.value))
@@ -132,12 +108,20 @@ class SpdySession:
             # SETTINGS, WINDOW_UPDATE, HEADERS: nothing to do (no flow control is enforced either way)
 
     async def close(self) -> None:
+        self.closed = True
         for pair in list(self._pairs.values()):
             await self._forget(pair)
-        self.closed = True
-        self._room.set()
-        await stop_task(self._writer)
+        await stop_task(self._from_kubelet)
+        if self._to_kubelet is not None:
+            await self._to_kubelet.close()
+        if self._kubelet is not None:
+            if self._kubelet.done() and not self._kubelet.cancelled() and self._kubelet.exception() is None:
+                await self._kubelet.result().close()
+            else:
+                await stop_task(self._kubelet)
+        await self._to_client.close()
 
+    # -- from the client ----------------------------------------------------------------------------------------
     async def _syn_stream(self, frame: spdy.Frame) -> None:
         headers = frame.headers or {}
         stream_id = frame.stream_id
@@ -154,80 +138,95 @@ class SpdySession:
         await self.send(self._encoder.syn_reply(stream_id))
         pair = self._pairs.get(request_id)
         if pair is None:
-            pair = self._pairs[request_id] = _Pair(request_id, port)
+            pair = self._pairs[request_id] = _Pair(request_id, port, self._next_connection)
+            self._connections[pair.connection] = pair
+            self._next_connection += 1
         if kind == "data":
             pair.data_id = stream_id
         else:
             pair.error_id = stream_id
         self._streams[stream_id] = pair
         if pair.data_id and pair.error_id and pair.task is None:
-            pair.task = start_task(self._forward(pair), "port-forward connection")
+            pair.task = start_task(self._open(pair), "port-forward open")
 
     async def _data(self, frame: spdy.Frame) -> None:
         pair = self._streams.get(frame.stream_id)
         if pair is None or frame.stream_id != pair.data_id:
             return  # the error stream carries nothing from the client but its FIN
-        upstream = pair.upstream
         if frame.data:
-            if upstream is not None and pair.inbound.empty() and not upstream.closed:
-                await upstream.send_bytes(b"\x00" + frame.data)  # the common case: no task in between
-            else:
-                await pair.inbound.put(frame.data)
+            self._to_pod(pair, pf.DATA, frame.data)
         if frame.fin:
-            await pair.inbound.put(None)
+            self._to_pod(pair, pf.EOF)
+        if self._to_kubelet is not None:
+            await self._to_kubelet.room()
 
+    def _to_pod(self, pair: _Pair, kind: int, payload: bytes = b"") -> None:
+        if not pair.opened:
+            if kind != pf.CLOSE:
+                pair.pending.append(payload if kind == pf.DATA else None)
+            return
+        if self._to_kubelet is not None:
+            self._to_kubelet.add(pf.record(kind, pair.connection, payload))
+
+    async def _open(self, pair: _Pair) -> None:
+        """The pair's connection in the kubelet's session (the session is opened by the first pair)."""
+        if self._kubelet is None or (self._kubelet.done() and (self._kubelet.cancelled()
+                                                               or self._kubelet.exception() is not None)):
+            self._kubelet = start_task(self._open_kubelet(), "port-forward kubelet")
+        try:
+            socket = await asyncio.shield(self._kubelet)
+        except StatusError as exc:
+            await self._fail(pair, exc.message)
+            return
+        if self._to_kubelet is None:
+            self._to_kubelet = Batcher(socket.send_bytes, "port-forward to the kubelet")
+            self._from_kubelet = start_task(self._read_kubelet(socket), "port-forward from the kubelet")
+        if pair.reset or self.closed:
+            return
+        pair.opened = True
+        out = [pf.record(pf.OPEN, pair.connection, pair.port.to_bytes(2, "big"))]
+        out += [pf.record(pf.DATA, pair.connection, piece) if piece is not None else
+                pf.record(pf.EOF, pair.connection) for piece in pair.pending]
+        pair.pending.clear()
+        self._to_kubelet.add(b"".join(out))
+
+    # -- from the kubelet ---------------------------------------------------------------------------------------
+    async def _read_kubelet(self, socket: aiohttp.ClientWebSocketResponse) -> None:
+        try:
+            async for message in socket:
+                if message.type != aiohttp.WSMsgType.BINARY:
+                    continue
+                for kind, connection, payload in pf.records(message.data):
+                    pair = self._connections.get(connection)
+                    if pair is None or pair.reset:
+                        continue
+                    if kind == pf.DATA:
+                        view = memoryview(payload)
+                        for start in range(0, len(view), _FRAME_BYTES):
+                            await self.send(spdy.data(pair.data_id, bytes(view[start:start + _FRAME_BYTES])))
+                    elif kind == pf.EOF:
+                        await self._finish(pair)  # the pod's side ended; the client's may still send
+                    elif kind == pf.ERROR:
+                        log.info("port-forward failed", pod=self.where, port=pair.port,
+                                 error=payload.decode("utf-8", "replace"))
+                        await self.send(spdy.data(pair.error_id, payload))
+                    elif kind == pf.CLOSE:
+                        await self._finish(pair)
+                        await self._forget(pair)
+        except (ConnectionError, aiohttp.ClientError) as exc:
+            log.info("port-forward: the kubelet went away", pod=self.where, error=str(exc))
+        for pair in list(self._pairs.values()):  # the kubelet's session ended under them
+            if pair.opened:
+                await self._fail(pair, f"lost the connection to the kubelet of pod {self.where}")
+
+    # -- endings ------------------------------------------------------------------------------------------------
     async def _forget(self, pair: _Pair) -> None:
         self._pairs.pop(pair.request_id, None)
         self._streams.pop(pair.data_id, None)
         self._streams.pop(pair.error_id, None)
+        self._connections.pop(pair.connection, None)
         if pair.task is not None and pair.task is not asyncio.current_task():
             await stop_task(pair.task)
-
-    async def _forward(self, pair: _Pair) -> None:
-        try:
-            try:
-                upstream = await self._open_port(pair.port)
-            except StatusError as exc:
-                await self._fail(pair, exc.message)
-                return
-            async with upstream:
-                to_pod = start_task(self._to_pod(pair, upstream), "port-forward to pod")
-                pair.upstream = upstream
-                try:
-                    await self._from_pod(pair, upstream)
-                finally:
-                    await stop_task(to_pod)
-            await self._finish(pair)
-        except (ConnectionError, aiohttp.ClientError) as exc:
-            log.info("port-forward connection ended", pod=self.where, port=pair.port, error=str(exc))
-        finally:
-            self._pairs.pop(pair.request_id, None)
-            self._streams.pop(pair.data_id, None)
-            self._streams.pop(pair.error_id, None)
-
-    async def _from_pod(self, pair: _Pair, upstream: aiohttp.ClientWebSocketResponse) -> None:
-        prefixed: set[int] = set()
-        async for message in upstream:
-            if message.type != aiohttp.WSMsgType.BINARY or not message.data:
-                continue
-            payload: bytes = message.data
-            channel = payload[0]
-            if channel in (0, 1) and channel not in prefixed:
-                prefixed.add(channel)  # the port, once per channel
-                continue
-            if channel == 0:
-                view = memoryview(payload)[1:]
-                for start in range(0, len(view), _FRAME_BYTES):
-                    await self.send(spdy.data(pair.data_id, view[start:start + _FRAME_BYTES]))
-            elif channel == 1:
-                await self.send(spdy.data(pair.error_id, payload[1:]))
-            elif channel == pf.CLOSE and payload[1:2] == b"\x00":
-                await self._finish(pair)  # the pod's side ended; the client's may still send
-
-    async def _to_pod(self, pair: _Pair, upstream: aiohttp.ClientWebSocketResponse) -> None:
-        while (chunk := await pair.inbound.get()) is not None:
-            await upstream.send_bytes(b"\x00" + chunk)
-        await upstream.send_bytes(bytes((pf.CLOSE, 0)))
 
     async def _finish(self, pair: _Pair) -> None:
         """The pod's side is over: both streams end (kubectl closes its local connection once it has read to the
@@ -243,10 +242,10 @@ class SpdySession:
 
     async def _fail(self, pair: _Pair, message: str) -> None:
         log.info("port-forward refused", pod=self.where, port=pair.port, error=message)
-        if not pair.reset:
-            with contextlib.suppress(ConnectionError):
-                await self.send(spdy.data(pair.error_id, message.encode()))
-                await self._finish(pair)
+        if not pair.reset and not pair.error_closed:
+            await self.send(spdy.data(pair.error_id, message.encode()))
+        await self._finish(pair)
+        await self._forget(pair)
 
 
 # -- the request ------------------------------------------------------------------------------------------------
@@ -282,10 +281,10 @@ class SpdyTunnel:
     async def _session(self, send: Send) -> AsyncIterator[SpdySession]:
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=_CONNECT_SECONDS)
         async with aiohttp.ClientSession(timeout=timeout) as http:
-            async def open_port(port: int) -> aiohttp.ClientWebSocketResponse:
-                params = {"port": str(port)}
+            async def open_kubelet() -> aiohttp.ClientWebSocketResponse:
+                params: dict[str, str] = {}
                 try:
-                    return await http.ws_connect(self.url, params=params, protocols=(pf.MINIK,), ssl=self.target.ssl,
+                    return await http.ws_connect(self.url, protocols=(pf.MINIK,), ssl=self.target.ssl,
                                                  server_hostname=self.target.server_hostname, autoping=True,
                                                  max_msg_size=0)
                 except aiohttp.WSServerHandshakeError as exc:
@@ -294,7 +293,7 @@ class SpdyTunnel:
                     raise StatusError(503, "ServiceUnavailable",
                                       f"error dialing the pod's kubelet: {exc or type(exc).__name__}") from None
 
-            session = SpdySession(send, open_port, self.where)
+            session = SpdySession(send, open_kubelet, self.where)
             try:
                 yield session
             finally:

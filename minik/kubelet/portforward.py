@@ -1,5 +1,9 @@
-"""The kubelet's side of pods/portforward: one WebSocket (``minik.api.portforward``'s channel protocols), one TCP
-connection to the pod's IP per port asked for, bytes relayed both ways until both sides are done."""
+"""The kubelet's side of pods/portforward: a WebSocket (``minik.api.portforward``'s protocols) whose connections
+are TCP connections to the pod's IP, bytes relayed both ways until both sides are done.
+
+``ChannelSession`` serves the channel protocol (v4.channel.k8s.io: one connection per port asked for, the socket
+closes when they are done); ``MultiplexSession`` serves portforward.minik.io (connections opened and closed by
+the API server, one per connection of a kubectl session, their records batched per turn of the event loop)."""
 
 from __future__ import annotations
 
@@ -12,12 +16,15 @@ import structlog
 from aiohttp import WSMsgType, web
 
 from minik.aio import start_task, stop_task
+from minik.aio.batch import Batcher
 from minik.api import portforward as pf
 
 log = structlog.get_logger("minik.kubelet.portforward")
 
 _CONNECT_SECONDS = 10.0
 _READ_BYTES = 256 * 1024
+#: bytes waiting for a pod to read before the session waits for it
+_PAUSE_BYTES = 1 << 20
 
 
 @dataclass
@@ -39,15 +46,14 @@ class _Port:
         return 2 * self.index + 1
 
 
-class PortForwardSession:
-    """Relays one WebSocket to the pod's ports."""
+class ChannelSession:
+    """Relays one WebSocket in the channel protocol to the pod's ports."""
 
     def __init__(self, socket: web.WebSocketResponse, address: str, ports: list[int], where: str) -> None:
         self.socket = socket
         self.address = address
         self.ports = [_Port(i, p) for i, p in enumerate(ports)]
         self.where = where
-        self.half_close = socket.ws_protocol == pf.MINIK
         self.finished = asyncio.Event()
 
     async def run(self) -> None:
@@ -76,9 +82,7 @@ class PortForwardSession:
             async with asyncio.timeout(_CONNECT_SECONDS):
                 reader, writer = await asyncio.open_connection(self.address, port.port)
         except (OSError, TimeoutError) as exc:
-            why = os.strerror(exc.errno).lower() if isinstance(exc, OSError) and exc.errno else "i/o timeout"
-            message = f"failed to connect to {self.address}:{port.port} in pod {self.where}: dial tcp " \
-                      f"{self.address}:{port.port}: connect: {why}"
+            message = dial_error(self.address, port.port, self.where, exc)
             log.info("port-forward connect failed", pod=self.where, port=port.port, error=message)
             if not self.socket.closed:
                 await self.socket.send_bytes(bytes((port.error,)) + message.encode())
@@ -99,12 +103,7 @@ class PortForwardSession:
                 await self.socket.send_bytes(head + chunk)
         except (OSError, ConnectionError):
             pass
-        port.pod_done = True
-        if self.half_close and not self.socket.closed:
-            with contextlib.suppress(ConnectionError):
-                await self.socket.send_bytes(bytes((pf.CLOSE, port.data)))
-        if not self.half_close:
-            port.client_done = True  # no way to say the pod's side ended but closing the port
+        port.pod_done = port.client_done = True  # the protocol has no half-close: the port is done
         self._check_done()
 
     async def _from_client(self) -> None:
@@ -113,18 +112,7 @@ class PortForwardSession:
             if message.type != WSMsgType.BINARY or not message.data:
                 continue
             payload: bytes = message.data
-            channel = payload[0]
-            if channel == pf.CLOSE and self.half_close and len(payload) > 1:
-                port = by_channel.get(payload[1])
-                if port is not None:
-                    await port.ready.wait()
-                    port.client_done = True
-                    if port.writer is not None and port.writer.can_write_eof():
-                        with contextlib.suppress(OSError):
-                            port.writer.write_eof()
-                    self._check_done()
-                continue
-            port = by_channel.get(channel)
+            port = by_channel.get(payload[0])
             if port is None or len(payload) == 1:
                 continue
             await port.ready.wait()
@@ -140,3 +128,117 @@ class PortForwardSession:
     def _check_done(self) -> None:
         if all(port.pod_done and port.client_done for port in self.ports):
             self.finished.set()
+
+
+def dial_error(address: str, port: int, where: str, exc: BaseException) -> str:
+    """Why the pod could not be reached, worded as Go's dialer words it."""
+    why = os.strerror(exc.errno).lower() if isinstance(exc, OSError) and exc.errno else "i/o timeout"
+    return f"failed to connect to {address}:{port} in pod {where}: dial tcp {address}:{port}: connect: {why}"
+
+
+@dataclass
+class _Connection:
+    id: int
+    port: int
+    writer: asyncio.StreamWriter | None = None
+    #: what the client sent before the pod answered (None: the client's EOF)
+    pending: list[bytes | None] = field(default_factory=list)
+    task: asyncio.Task[None] | None = None
+    client_done: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class MultiplexSession:
+    """Relays one portforward.minik.io WebSocket: the API server's connections to the pod's ports."""
+
+    def __init__(self, socket: web.WebSocketResponse, address: str, where: str) -> None:
+        self.socket = socket
+        self.address = address
+        self.where = where
+        self.connections: dict[int, _Connection] = {}
+        self.out = Batcher(socket.send_bytes, "port-forward to the API server")
+
+    async def run(self) -> None:
+        try:
+            async for message in self.socket:
+                if message.type != WSMsgType.BINARY:
+                    continue
+                for kind, id_, payload in pf.records(message.data):
+                    await self._record(kind, id_, payload)
+        finally:
+            for connection in list(self.connections.values()):
+                await self._drop(connection)
+            await self.out.close()
+            await self.socket.close()
+
+    async def _record(self, kind: int, id_: int, payload: bytes) -> None:
+        if kind == pf.OPEN:
+            if id_ in self.connections or len(payload) < 2:
+                return
+            opened = self.connections[id_] = _Connection(id_, int.from_bytes(payload[:2], "big"))
+            opened.task = start_task(self._serve(opened), "port-forward connection")
+            return
+        connection = self.connections.get(id_)
+        if connection is None:
+            return
+        if kind == pf.DATA and payload:
+            writer = connection.writer
+            if writer is None:
+                connection.pending.append(payload)
+                return
+            try:
+                writer.write(payload)
+                if writer.transport.get_write_buffer_size() > _PAUSE_BYTES:
+                    await writer.drain()  # a pod that does not read holds up the session's other connections
+            except (OSError, ConnectionError):
+                pass  # the pod went away: its reader ends the connection
+        elif kind == pf.EOF:
+            if connection.writer is None:
+                connection.pending.append(None)
+            else:
+                self._client_eof(connection)
+        elif kind == pf.CLOSE:
+            await self._drop(connection)
+
+    def _client_eof(self, connection: _Connection) -> None:
+        connection.client_done.set()
+        writer = connection.writer
+        if writer is not None and writer.can_write_eof():
+            with contextlib.suppress(OSError):
+                writer.write_eof()
+
+    async def _serve(self, connection: _Connection) -> None:
+        id_ = connection.id
+        try:
+            async with asyncio.timeout(_CONNECT_SECONDS):
+                reader, writer = await asyncio.open_connection(self.address, connection.port)
+        except (OSError, TimeoutError) as exc:
+            message = dial_error(self.address, connection.port, self.where, exc)
+            log.info("port-forward connect failed", pod=self.where, port=connection.port, error=message)
+            self.out.add(pf.record(pf.ERROR, id_, message.encode()) + pf.record(pf.CLOSE, id_))
+            self.connections.pop(id_, None)
+            return
+        connection.writer = writer
+        try:
+            for piece in connection.pending:
+                if piece is None:
+                    self._client_eof(connection)
+                else:
+                    writer.write(piece)
+            connection.pending.clear()
+            try:
+                while chunk := await reader.read(_READ_BYTES):
+                    self.out.add(pf.record(pf.DATA, id_, chunk))
+                    await self.out.room()
+            except (OSError, ConnectionError):
+                pass
+            self.out.add(pf.record(pf.EOF, id_))
+            await connection.client_done.wait()  # the client may still be sending
+            self.out.add(pf.record(pf.CLOSE, id_))
+        finally:
+            writer.close()
+            self.connections.pop(id_, None)
+
+    async def _drop(self, connection: _Connection) -> None:
+        self.connections.pop(connection.id, None)
+        if connection.task is not None and connection.task is not asyncio.current_task():
+            await stop_task(connection.task)

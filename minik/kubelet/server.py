@@ -4,7 +4,7 @@
   limitBytes: the container's output as text/plain, streamed while ``follow`` holds and the container runs;
 - ``GET /exec/NAMESPACE/POD/CONTAINER?command=...&stdin&stdout&stderr&tty``: a WebSocket speaking
   v5.channel.k8s.io (or v4), relayed to a command started in the container;
-- ``GET /portForward/NAMESPACE/POD?port=...``: a WebSocket (``minik.api.portforward``'s protocols) relayed to
+- ``GET /portForward/NAMESPACE/POD[?port=...]``: a WebSocket (``minik.api.portforward``'s protocols) relayed to
   TCP connections to the pod's IP (``minik.kubelet.portforward``); a simulated runtime's pods have no network, and
   say so;
 - ``GET /healthz``.
@@ -34,7 +34,7 @@ from minik.api.errors import StatusError, bad_request, not_found
 from minik.api.params import non_negative_int
 from minik.api.podcontainers import resolve_container, waiting_reason
 from minik.controlplane import StaticPod
-from minik.kubelet.portforward import PortForwardSession
+from minik.kubelet.portforward import ChannelSession, MultiplexSession
 from minik.kubelet.runtimes.base import ContainerInfo, ExecSession, PodRecord, Runtime, RuntimeFailure
 from minik.pki.kubelet import access_middleware
 
@@ -259,16 +259,23 @@ class KubeletServer:
         if self.runtime.simulated:
             raise bad_request(f"pod {name} runs on the {self.runtime.name} runtime, which simulates containers "
                               "without a network: there is no port to forward to")
-        ports = pf.parse_ports(request.query.getall("port", []) + request.query.getall("ports", []), "port")
         record = await self.runtime.pod(pod["metadata"]["uid"])
         address = record.sandbox.ip if record is not None and record.sandbox is not None else ""
         address = address or str((pod.get("status") or {}).get("podIP") or "")
         if not address:
             raise bad_request(f"pod {name} has no IP address yet")
         socket = web.WebSocketResponse(protocols=pf.KUBELET_PROTOCOLS, heartbeat=None, autoping=True, max_msg_size=0)
-        if not socket.can_prepare(request).ok:
+        upgrade = socket.can_prepare(request)
+        if not upgrade.ok:
             raise bad_request("Upgrade request required")
+        where = f"{namespace}/{name}"
+        if upgrade.protocol == pf.MINIK:  # the API server's session: connections come and go inside it
+            await socket.prepare(request)
+            log.info("port-forward", pod=where, protocol=pf.MINIK)
+            await MultiplexSession(socket, address, where).run()
+            return socket
+        ports = pf.parse_ports(request.query.getall("port", []) + request.query.getall("ports", []), "port")
         await socket.prepare(request)
-        log.info("port-forward", pod=f"{namespace}/{name}", ports=ports, protocol=socket.ws_protocol)
-        await PortForwardSession(socket, address, ports, f"{namespace}/{name}").run()
+        log.info("port-forward", pod=where, ports=ports, protocol=socket.ws_protocol)
+        await ChannelSession(socket, address, ports, where).run()
         return socket
