@@ -16,9 +16,10 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.stream import portforward
 
+from minik.api import spdy
 from minik.api.errors import StatusError
 from minik.client import Client
-from tests.access import admin_kubeconfig
+from tests.access import admin_headers, admin_kubeconfig
 from tests.e2e.kubectl_helpers import Kubectl
 from tests.kubelet.docker_helpers import DockerNode, docker_cluster
 
@@ -239,3 +240,35 @@ async def test_the_python_clients_port_forward_reaches_the_pod(node: DockerNode,
     answer, error = await asyncio.to_thread(_python_client_exchange, config, web)
     assert answer.startswith(b"HTTP/1.") and answer.endswith(lines(1000))
     assert error is not None and ":9999" in error and "connection refused" in error
+
+
+async def test_a_spdy_upgrade_carries_each_connection_as_a_pair_of_streams(node: DockerNode, web: str) -> None:
+    """The SPDY/3.1 upgrade (kubectl's fallback) spoken frame by frame: SYN_REPLY to each stream, the pod's answer
+    on the data stream, then FIN on both, and a PING answered with itself."""
+    cluster = node.cluster
+    host, port = cluster.url.removeprefix("https://").rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host, int(port), ssl=cluster.client_ssl_context())
+    encoder, decoder = spdy.Encoder(), spdy.Decoder()
+    try:
+        writer.write(f"POST /api/v1/namespaces/{NS}/pods/{web}/portforward HTTP/1.1\r\nHost: {host}\r\n"
+                     f"Authorization: {admin_headers(cluster)['Authorization']}\r\nConnection: Upgrade\r\n"
+                     "Upgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: portforward.k8s.io\r\n\r\n".encode())
+        head = (await reader.readuntil(b"\r\n\r\n")).decode()
+        assert head.startswith("HTTP/1.1 101") and "X-Stream-Protocol-Version: portforward.k8s.io" in head, head
+        headers = {"streamtype": ["error"], "port": ["8080"], "requestid": ["0"]}
+        writer.write(encoder.syn_stream(1, headers) + spdy.data(1, b"", spdy.FLAG_FIN) +
+                     encoder.syn_stream(3, {**headers, "streamtype": ["data"]}) + spdy.ping(1) +
+                     spdy.data(3, b"GET /f1 HTTP/1.0\r\n\r\n", spdy.FLAG_FIN))
+        frames: list[spdy.Frame] = []
+        async with asyncio.timeout(15):
+            while not (any(f.kind == 0 and f.stream_id == 1 and f.fin for f in frames) and
+                       any(f.kind == 0 and f.stream_id == 3 and f.fin for f in frames)):
+                frames += decoder.feed(await reader.read(65536))
+    finally:
+        writer.close()
+    assert [(f.kind, f.stream_id) for f in frames if f.kind == spdy.SYN_REPLY] == [(spdy.SYN_REPLY, 1),
+                                                                                   (spdy.SYN_REPLY, 3)]
+    assert any(f.kind == spdy.PING and f.value == 1 for f in frames)
+    assert b"".join(f.data for f in frames if f.kind == 0 and f.stream_id == 1) == b""  # no error
+    answer = b"".join(f.data for f in frames if f.kind == 0 and f.stream_id == 3)
+    assert answer.startswith(b"HTTP/1.") and answer.endswith(lines(1000))
