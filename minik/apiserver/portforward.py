@@ -44,7 +44,7 @@ Send = Callable[[bytes], Awaitable[object]]
 
 _CONNECT_SECONDS = 5.0
 #: DATA frames carry at most this much (Go's SPDY reader takes up to 16 MiB; smaller frames interleave better)
-_FRAME_BYTES = 64 * 1024
+_FRAME_BYTES = 256 * 1024
 
 
 @dataclass
@@ -201,9 +201,12 @@ class SpdySession:
                     if pair is None or pair.reset:
                         continue
                     if kind == pf.DATA:
+                        if len(payload) <= _FRAME_BYTES:
+                            await self.send(spdy.data(pair.data_id, payload))
+                            continue
                         view = memoryview(payload)
                         for start in range(0, len(view), _FRAME_BYTES):
-                            await self.send(spdy.data(pair.data_id, bytes(view[start:start + _FRAME_BYTES])))
+                            await self.send(spdy.data(pair.data_id, view[start:start + _FRAME_BYTES]))
                     elif kind == pf.EOF:
                         await self._finish(pair)  # the pod's side ended; the client's may still send
                     elif kind == pf.ERROR:
