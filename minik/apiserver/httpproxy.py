@@ -4,8 +4,8 @@ endpoints, picked at random), whatever its method, and the answer streamed back,
 
 The target port of a pod is the one named, else the first port a container declares, else the scheme's (80 or
 443). A service's port is named by its name or its number; the endpoint port of the same name is the one dialed.
-The caller's credentials (Authorization) stay here; hop-by-hop headers are not passed either way; a redirect to
-an absolute path stays under the proxy's path.
+The caller's credentials (Authorization, Impersonate-*) stay here, as Kubernetes' authentication filters drop
+them; hop-by-hop headers are not passed either way; a redirect to an absolute path stays under the proxy's path.
 """
 
 from __future__ import annotations
@@ -147,7 +147,8 @@ class HttpProxy:
 
     # -- the exchange -------------------------------------------------------------------------------------------
     async def _send(self, request: ApiRequest, url: str, prefix: str) -> ApiResponse:
-        headers = [(k, v) for k, v in _items(request.headers) if k.lower() not in _DROPPED_REQUEST]
+        headers = [(k, v) for k, v in _items(request.headers)
+                   if k.lower() not in _DROPPED_REQUEST and not k.lower().startswith("impersonate-")]
         try:
             upstream = await self._session().request(request.method, url, headers=headers, data=request.body or None,
                                                      allow_redirects=False, skip_auto_headers=("User-Agent",
