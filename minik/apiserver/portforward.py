@@ -178,6 +178,9 @@ class SpdySession:
         except StatusError as exc:
             await self._fail(pair, exc.message)
             return
+        except Exception as exc:  # noqa: BLE001 - whatever it was, kubectl must hear of it, not wait forever
+            await self._fail(pair, f"error dialing the pod's kubelet: {exc or type(exc).__name__}")
+            return
         if self._to_kubelet is None:
             self._to_kubelet = Batcher(socket.send_bytes, "port-forward to the kubelet")
             self._from_kubelet = start_task(self._read_kubelet(socket), "port-forward from the kubelet")
@@ -218,7 +221,11 @@ class SpdySession:
                         await self._forget(pair)
         except (ConnectionError, aiohttp.ClientError) as exc:
             log.info("port-forward: the kubelet went away", pod=self.where, error=str(exc))
-        for pair in list(self._pairs.values()):  # the kubelet's session ended under them
+        # the kubelet's session ended under its connections: they fail, and the next one opens a new session
+        batcher, self._to_kubelet, self._kubelet = self._to_kubelet, None, None
+        if batcher is not None:
+            await batcher.close(0)
+        for pair in list(self._pairs.values()):
             if pair.opened:
                 await self._fail(pair, f"lost the connection to the kubelet of pod {self.where}")
 
