@@ -280,7 +280,7 @@ def port_forward(proxy: PodProxy, pod: Obj, request: ApiRequest) -> ApiResponse:
 
 
 class SpdyTunnel:
-    """One client's SPDY session and the kubelet connections it opens."""
+    """One client's SPDY session, and the kubelet session it opens."""
 
     def __init__(self, url: str, target: KubeletTarget, where: str) -> None:
         self.url = url
@@ -292,13 +292,12 @@ class SpdyTunnel:
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=_CONNECT_SECONDS)
         async with aiohttp.ClientSession(timeout=timeout) as http:
             async def open_kubelet() -> aiohttp.ClientWebSocketResponse:
-                params: dict[str, str] = {}
                 try:
                     return await http.ws_connect(self.url, protocols=(pf.MINIK,), ssl=self.target.ssl,
                                                  server_hostname=self.target.server_hostname, autoping=True,
                                                  max_msg_size=0)
                 except aiohttp.WSServerHandshakeError as exc:
-                    raise await _refusal(http, self.url, params, self.target, exc) from None
+                    raise await _refusal(http, self.url, self.target, exc) from None
                 except (aiohttp.ClientError, OSError, TimeoutError) as exc:
                     raise StatusError(503, "ServiceUnavailable",
                                       f"error dialing the pod's kubelet: {exc or type(exc).__name__}") from None
@@ -327,8 +326,6 @@ class SpdyTunnel:
 
     async def serve_spdy(self, request: web.Request) -> web.StreamResponse:
         """The SPDY/3.1 upgrade itself (kubectl's fallback): the connection's bytes are the session's."""
-        if request.method != "POST":
-            raise bad_request("a SPDY upgrade must be a POST")
         offered = [v.strip() for value in request.headers.getall("X-Stream-Protocol-Version", [])
                    for v in value.split(",")]
         if offered and pf.SPDY_PROTOCOL not in offered:
@@ -374,11 +371,11 @@ class _RawReader:
         return await self._queue.get()
 
 
-async def _refusal(http: aiohttp.ClientSession, url: str, params: dict[str, str], target: KubeletTarget,
+async def _refusal(http: aiohttp.ClientSession, url: str, target: KubeletTarget,
                    exc: aiohttp.WSServerHandshakeError) -> StatusError:
     """Why the kubelet refused: its checks come before the upgrade, so a plain request gets the same Status."""
     try:
-        async with http.get(url, params=params, ssl=target.ssl, server_hostname=target.server_hostname) as answer:
+        async with http.get(url, ssl=target.ssl, server_hostname=target.server_hostname) as answer:
             return kubelet_error(answer.status, await answer.read())
     except (aiohttp.ClientError, OSError, TimeoutError):
         return StatusError(exc.status if exc.status >= 400 else 502, "BadRequest",

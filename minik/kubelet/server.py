@@ -253,15 +253,17 @@ class KubeletServer:
         pod = self.find_pod(namespace, name)
         if pod is None:
             raise not_found("pods", "", name)
-        if self.static_pod(pod) is not None:
-            raise bad_request(f"pod {name} is part of minik's own process (a mirror pod): it has no ports of its "
-                              "own to forward")
-        if self.runtime.simulated:
+        if self.runtime.simulated and self.static_pod(pod) is None:
             raise bad_request(f"pod {name} runs on the {self.runtime.name} runtime, which simulates containers "
                               "without a network: there is no port to forward to")
-        record = await self.runtime.pod(pod["metadata"]["uid"])
-        address = record.sandbox.ip if record is not None and record.sandbox is not None else ""
-        address = address or str((pod.get("status") or {}).get("podIP") or "")
+        if self.static_pod(pod) is not None or self.runtime.name == "process":
+            # the pod is on the node's network (a mirror pod is minik's own process): Kubernetes dials localhost in
+            # the pod's network namespace, which is the node's here
+            address = "127.0.0.1"
+        else:
+            record = await self.runtime.pod(pod["metadata"]["uid"])
+            address = record.sandbox.ip if record is not None and record.sandbox is not None else ""
+            address = address or str((pod.get("status") or {}).get("podIP") or "")
         if not address:
             raise bad_request(f"pod {name} has no IP address yet")
         socket = web.WebSocketResponse(protocols=pf.KUBELET_PROTOCOLS, heartbeat=None, autoping=True, max_msg_size=0)

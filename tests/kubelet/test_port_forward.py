@@ -21,7 +21,7 @@ from minik.api.errors import StatusError
 from minik.client import Client
 from tests.access import admin_headers, admin_kubeconfig
 from tests.e2e.kubectl_helpers import Kubectl
-from tests.kubelet.docker_helpers import DockerNode, docker_cluster
+from tests.kubelet.docker_helpers import NODE, DockerNode, docker_cluster
 
 NS = "default"
 #: the pod serves its name at /, files f1 (1000 lines), f2 and f3, and a CGI that answers its method and body
@@ -72,12 +72,12 @@ async def ready_endpoint(client: Client, timeout: float = 60.0) -> str:
 
 
 @contextlib.asynccontextmanager
-async def port_forward(kubectl: Kubectl, target: str, remote: str,
-                       env: dict[str, str] | None = None) -> AsyncIterator[int]:
+async def port_forward(kubectl: Kubectl, target: str, remote: str, env: dict[str, str] | None = None,
+                       namespace: str = NS) -> AsyncIterator[int]:
     """`kubectl port-forward TARGET :REMOTE` running; the local port it listens on."""
     if env:
         kubectl.env = {**kubectl.env, **env}
-    process = await kubectl.start("port-forward", "--address", "127.0.0.1", target, f":{remote}")
+    process = await kubectl.start("port-forward", "-n", namespace, "--address", "127.0.0.1", target, f":{remote}")
     try:
         assert process.stdout is not None and process.stderr is not None
         async with asyncio.timeout(30):
@@ -272,3 +272,16 @@ async def test_a_spdy_upgrade_carries_each_connection_as_a_pair_of_streams(node:
     assert b"".join(f.data for f in frames if f.kind == 0 and f.stream_id == 1) == b""  # no error
     answer = b"".join(f.data for f in frames if f.kind == 0 and f.stream_id == 3)
     assert answer.startswith(b"HTTP/1.") and answer.endswith(lines(1000))
+
+
+async def test_port_forward_to_a_mirror_pod_reaches_its_component(node: DockerNode, kubectl: Kubectl) -> None:
+    """The API server's own pod, as a host-network pod is reached in Kubernetes: its port on the node."""
+    port = node.cluster.url.rsplit(":", 1)[1]
+    async with port_forward(kubectl, f"pod/kube-apiserver-{NODE}", port, namespace="kube-system") as local:
+        async with asyncio.timeout(10):
+            reader, writer = await asyncio.open_connection("127.0.0.1", local, ssl=node.cluster.client_ssl_context(),
+                                                           server_hostname="localhost")
+            writer.write(b"GET /livez HTTP/1.0\r\nHost: localhost\r\n\r\n")
+            answer = await reader.read()
+            writer.close()
+    assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"ok")
