@@ -19,16 +19,18 @@ from kubernetes.stream import portforward
 from minik.api import spdy
 from minik.api.errors import StatusError
 from minik.client import Client
-from tests.access import admin_headers, admin_kubeconfig
+from tests.access import admin_headers, admin_kubeconfig, admin_session
 from tests.e2e.kubectl_helpers import Kubectl
 from tests.kubelet.docker_helpers import NODE, DockerNode, docker_cluster
 
 NS = "default"
-#: the pod serves its name at /, files f1 (1000 lines), f2 and f3, and a CGI that answers its method and body
+#: the pod serves its name at /, files f1 (1000 lines), f2 and f3, a CGI that answers its method and body, and one
+#: that answers the request's headers (busybox passes them as HTTP_* variables)
 HTTPD = ("mkdir -p /www/cgi-bin && hostname > /www/index.html && for i in 1 2 3; do seq 1 $((i*1000)) > /www/f$i;"
          " done && printf '#!/bin/sh\\necho Content-Type: text/plain\\necho\\n"
          "echo \"$REQUEST_METHOD $QUERY_STRING $(head -c ${CONTENT_LENGTH:-0})\"\\n' > /www/cgi-bin/echo && "
-         "chmod +x /www/cgi-bin/echo && exec httpd -f -p 8080 -h /www")
+         "printf '#!/bin/sh\necho Content-Type: text/plain\necho\nenv | grep ^HTTP_ | sort\n' > /www/cgi-bin/env && "
+         "chmod +x /www/cgi-bin/echo /www/cgi-bin/env && exec httpd -f -p 8080 -h /www")
 
 
 @pytest.fixture
@@ -285,3 +287,13 @@ async def test_port_forward_to_a_mirror_pod_reaches_its_component(node: DockerNo
             answer = await reader.read()
             writer.close()
     assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"ok")
+
+
+async def test_the_proxy_passes_the_callers_headers_but_not_its_credentials(node: DockerNode, web: str) -> None:
+    async with admin_session(node.cluster) as session:
+        async with session.get(f"/api/v1/namespaces/{NS}/services/web/proxy/cgi-bin/env",
+                               headers={"X-Custom": "kept"}) as response:
+            assert response.status == 200
+            seen = (await response.text()).split()
+    assert "HTTP_X_CUSTOM=kept" in seen
+    assert not [line for line in seen if line.startswith(("HTTP_AUTHORIZATION", "HTTP_IMPERSONATE"))], seen
