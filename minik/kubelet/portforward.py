@@ -33,8 +33,7 @@ class _Port:
     port: int
     writer: asyncio.StreamWriter | None = None
     reader_task: asyncio.Task[None] | None = None
-    pod_done: bool = False  # the pod's side ended (or never opened)
-    client_done: bool = False  # the caller's side ended (half-close, or failure)
+    done: bool = False  # either side ended (the channel protocol has no half-close), or the dial failed
     ready: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -86,7 +85,7 @@ class ChannelSession:
             log.info("port-forward connect failed", pod=self.where, port=port.port, error=message)
             if not self.socket.closed:
                 await self.socket.send_bytes(bytes((port.error,)) + message.encode())
-            port.pod_done = port.client_done = True
+            port.done = True
             port.ready.set()
             self._check_done()
             return
@@ -103,7 +102,7 @@ class ChannelSession:
                 await self.socket.send_bytes(head + chunk)
         except (OSError, ConnectionError):
             pass
-        port.pod_done = port.client_done = True  # the protocol has no half-close: the port is done
+        port.done = True
         self._check_done()
 
     async def _from_client(self) -> None:
@@ -116,17 +115,17 @@ class ChannelSession:
             if port is None or len(payload) == 1:
                 continue
             await port.ready.wait()
-            if port.writer is None or port.client_done:
+            if port.writer is None or port.done:
                 continue
             try:
                 port.writer.write(payload[1:])
                 await port.writer.drain()
             except (OSError, ConnectionError):
-                port.client_done = True
+                port.done = True
                 self._check_done()
 
     def _check_done(self) -> None:
-        if all(port.pod_done and port.client_done for port in self.ports):
+        if all(port.done for port in self.ports):
             self.finished.set()
 
 
