@@ -125,6 +125,9 @@ class PodProxy:
         port = ((status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}).get("Port") or KUBELET_PORT
         return KubeletTarget(f"https://{f'[{host}]' if ':' in host else host}:{port}", self.tls(), node_name)
 
+    #: the kubelet of the pod's node (pods/portforward's relay, ``minik.apiserver.portforward``)
+    kubelet = _kubelet
+
     @staticmethod
     def _path(kind: str, pod: Obj, container: str) -> str:
         meta = pod["metadata"]
@@ -247,3 +250,7 @@ async def _pump(source: web.WebSocketResponse | aiohttp.ClientWebSocketResponse,
         elif message.type == aiohttp.WSMsgType.TEXT:
             await sink.send_str(message.data)
     await sink.close()
+
+
+#: a kubelet's refusal as the API server answers it (pods/portforward's relay too)
+kubelet_error = _kubelet_error

@@ -4,6 +4,9 @@
   limitBytes: the container's output as text/plain, streamed while ``follow`` holds and the container runs;
 - ``GET /exec/NAMESPACE/POD/CONTAINER?command=...&stdin&stdout&stderr&tty``: a WebSocket speaking
   v5.channel.k8s.io (or v4), relayed to a command started in the container;
+- ``GET /portForward/NAMESPACE/POD[?port=...]``: a WebSocket (``minik.api.portforward``'s protocols) relayed to
+  TCP connections to the pod's IP (``minik.kubelet.portforward``); a simulated runtime's pods have no network, and
+  say so;
 - ``GET /healthz``.
 
 The node's mirror pods (minik's in-process components, ``minik.kubelet.mirror``) have no container: their log is
@@ -25,11 +28,13 @@ import structlog
 from aiohttp import WSMsgType, web
 
 from minik.aio import start_task, stop_task
+from minik.api import portforward as pf
 from minik.api import remotecommand as rc
 from minik.api.errors import StatusError, bad_request, not_found
 from minik.api.params import non_negative_int
 from minik.api.podcontainers import resolve_container, waiting_reason
 from minik.controlplane import StaticPod
+from minik.kubelet.portforward import ChannelSession, MultiplexSession
 from minik.kubelet.runtimes.base import ContainerInfo, ExecSession, PodRecord, Runtime, RuntimeFailure
 from minik.pki.kubelet import access_middleware
 
@@ -66,6 +71,7 @@ class KubeletServer:
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._logs)
         app.router.add_route("*", "/exec/{namespace}/{pod}/{container}", self._exec)
+        app.router.add_route("*", "/portForward/{namespace}/{pod}", self._port_forward)
         return app
 
     async def start(self, host: str = "0.0.0.0", port: int = DEFAULT_PORT) -> int:
@@ -240,3 +246,38 @@ class KubeletServer:
         # the caller went away: end the command's streams, which ends the relay of its output
         await session.close()
 
+
+    # -- port-forward -----------------------------------------------------------------------------------------
+    async def _port_forward(self, request: web.Request) -> web.StreamResponse:
+        namespace, name = request.match_info["namespace"], request.match_info["pod"]
+        pod = self.find_pod(namespace, name)
+        if pod is None:
+            raise not_found("pods", "", name)
+        if self.runtime.simulated and self.static_pod(pod) is None:
+            raise bad_request(f"pod {name} runs on the {self.runtime.name} runtime, which simulates containers "
+                              "without a network: there is no port to forward to")
+        if self.static_pod(pod) is not None or self.runtime.name == "process":
+            # the pod is on the node's network (a mirror pod is minik's own process): Kubernetes dials localhost in
+            # the pod's network namespace, which is the node's here
+            address = "127.0.0.1"
+        else:
+            record = await self.runtime.pod(pod["metadata"]["uid"])
+            address = record.sandbox.ip if record is not None and record.sandbox is not None else ""
+            address = address or str((pod.get("status") or {}).get("podIP") or "")
+        if not address:
+            raise bad_request(f"pod {name} has no IP address yet")
+        socket = web.WebSocketResponse(protocols=pf.KUBELET_PROTOCOLS, heartbeat=None, autoping=True, max_msg_size=0)
+        upgrade = socket.can_prepare(request)
+        if not upgrade.ok:
+            raise bad_request("Upgrade request required")
+        where = f"{namespace}/{name}"
+        if upgrade.protocol == pf.MINIK:  # the API server's session: connections come and go inside it
+            await socket.prepare(request)
+            log.info("port-forward", pod=where, protocol=pf.MINIK)
+            await MultiplexSession(socket, address, where).run()
+            return socket
+        ports = pf.parse_ports(request.query.getall("port", []) + request.query.getall("ports", []), "port")
+        await socket.prepare(request)
+        log.info("port-forward", pod=where, ports=ports, protocol=socket.ws_protocol)
+        await ChannelSession(socket, address, ports, where).run()
+        return socket

@@ -1,5 +1,6 @@
 """Every identity against every verb on a pod's subresources, on an HTTPS cluster whose local node runs the pod on
-real Docker, as an attacker would try them: exec, attach, portforward, proxy, log, binding, eviction and status.
+real Docker, as an attacker would try them: exec, attach, portforward, proxy, log, binding, eviction and status, and
+a service's proxy.
 
 What each identity may do is Kubernetes' answer for its roles (the bootstrap policy, the Node authorizer and
 NodeRestriction). A refusal must be a 403 (401 for anonymous); an allowed request must get past authorization (it
@@ -43,9 +44,17 @@ OPERATIONS: list[tuple[str, str, str, Any]] = [
                                        "deleteOptions": {"dryRun": ["All"]}}),
     ("status", "PATCH", "/status?dryRun=All", {"status": {"conditions": [{"type": "Hacked", "status": "True"}]}}),
 ]
-EVERYTHING = {(name, method) for name, method, _, _ in OPERATIONS}
+#: (name, method, path, body) on a service's subresources (the service need not exist: an allowed request is a 404)
+SERVICE = "/api/v1/namespaces/default/services/target:80"
+SERVICE_OPERATIONS: list[tuple[str, str, str, Any]] = [
+    ("services/proxy", "GET", "/proxy/", None),
+    ("services/proxy", "POST", "/proxy/", None),
+    ("services/proxy", "DELETE", "/proxy/x", None),
+]
+EVERYTHING = {(name, method) for name, method, _, _ in OPERATIONS + SERVICE_OPERATIONS}
 EDIT = {("log", "GET"), ("exec", "GET"), ("exec", "POST"), ("attach", "GET"), ("attach", "POST"),
-        ("portforward", "GET"), ("proxy", "GET"), ("eviction", "POST")}
+        ("portforward", "GET"), ("proxy", "GET"), ("eviction", "POST"), ("services/proxy", "GET"),
+        ("services/proxy", "POST"), ("services/proxy", "DELETE")}
 
 #: identity -> what it may do (everything else must be refused)
 EXPECTED: dict[str, set[tuple[str, str]]] = {
@@ -59,7 +68,8 @@ EXPECTED: dict[str, set[tuple[str, str]]] = {
     "scheduler": {("binding", "POST"), ("status", "PATCH")},
     "proxy": set(),
     # get, patch and update on '*' cover subresources, as in Kubernetes; exec, attach and port-forward need create
-    "a garbage collector": {("log", "GET"), ("proxy", "GET"), ("status", "PATCH")},
+    "a garbage collector": {("log", "GET"), ("proxy", "GET"), ("status", "PATCH"), ("services/proxy", "GET"),
+                            ("services/proxy", "DELETE")},  # its role deletes anything, as Kubernetes' does
     "a user with no bindings": set(),
     "anonymous": set(),
 }
@@ -102,8 +112,9 @@ async def test_every_identity_gets_exactly_its_subresources_of_a_running_pod(nod
     tokens = await identities(node)
     wrong: list[str] = []
     for who, token in tokens.items():
-        for name, method, suffix, body in OPERATIONS:
-            status, answer, _ = await raw(node.cluster, method, POD + suffix, token,
+        for name, method, path, body in [(n, m, POD + p, b) for n, m, p, b in OPERATIONS] + \
+                [(n, m, SERVICE + p, b) for n, m, p, b in SERVICE_OPERATIONS]:
+            status, answer, _ = await raw(node.cluster, method, path, token,
                                           **({"json": body} if body is not None else {}),
                                           **({"headers": {"Content-Type": "application/merge-patch+json"}}
                                              if method == "PATCH" else {}))
