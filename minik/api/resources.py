@@ -108,4 +108,7 @@ REGISTRY = Registry([
     ResourceType("certificates.k8s.io", "v1", "CertificateSigningRequest", "certificatesigningrequests",
                  "certificatesigningrequest", False, kinds.CertificateSigningRequestStrategy(), short_names=("csr",),
                  subresources=("status", "approval")),
+    # apps/v1 ControllerRevision: the StatefulSet controller's history (minik.controllers.statefulset)
+    ResourceType("apps", "v1", "ControllerRevision", "controllerrevisions", "controllerrevision", True,
+                 kinds.ControllerRevisionStrategy()),
 ])

@@ -976,3 +976,24 @@ def _typed_cell(type_: str, value: Any, now: float) -> Any:
             return None
         return "<invalid>" if parse_time(value) is None else since(value, now)
     return None
+
+
+def _controllerrevision_columns() -> list[Column]:
+    return [name_col(), col("Controller", description="Controller of the object"),
+            col("Revision", description=doc(f"{APPS}.ControllerRevision", "revision")), age_col()]
+
+
+def _controllerrevision_cells(revision: Obj, now: float) -> Cells:
+    """The controller as kubectl names a resource: ``statefulset.apps/web`` (kind.group, lower case)."""
+    meta = _dict(revision.get("metadata"))
+    controller = "<none>"
+    for ref in _list(meta.get("ownerReferences")):
+        if isinstance(ref, dict) and ref.get("controller"):
+            group = str(ref.get("apiVersion") or "").rpartition("/")[0]
+            kind = str(ref.get("kind") or "")
+            controller = f"{kind}.{group}".lower().rstrip(".") + f"/{ref.get('name', '')}"
+            break
+    return [meta.get("name", ""), controller, _int(revision.get("revision")), since(meta.get("creationTimestamp"), now)]
+
+
+_PRINTERS["ControllerRevision"] = Printer(_controllerrevision_columns, _controllerrevision_cells)

@@ -115,6 +115,11 @@ def _daemonset(client: Client, factory: InformerFactory, s: ControllerSettings, 
     return DaemonSetController(client, factory, s.workers, s.clock, r)
 
 
+def _statefulset(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
+    from minik.controllers.statefulset import StatefulSetController
+    return StatefulSetController(client, factory, s.workers, s.clock, r)
+
+
 def _job(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
     from minik.controllers.job import JobController
     return JobController(client, factory, s.workers, s.clock, r, backoff_seconds=s.job_backoff_seconds,
@@ -222,6 +227,7 @@ CONTROLLERS: dict[str, ControllerFactory] = {
     "replicationcontroller": _replicationcontroller,
     "deployment": _deployment,
     "daemonset": _daemonset,
+    "statefulset": _statefulset,
     "job": _job,
     "cronjob": _cronjob,
     "ttl-after-finished": _ttl_after_finished,

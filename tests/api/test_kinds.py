@@ -32,6 +32,7 @@ def test_every_kind_is_registered_with_the_short_names_kubectl_shows() -> None:
         "limitranges": ("limits",),
         "resourcequotas": ("quota",), "podtemplates": (), "runtimeclasses": (), "apiservices": (),
         "certificatesigningrequests": ("csr",),
+        "controllerrevisions": (),
     }
     assert REGISTRY.resolve("deploy") is resource("deployments")
     assert REGISTRY.resolve("pc") is resource("priorityclasses")

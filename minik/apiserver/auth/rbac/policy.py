@@ -273,6 +273,16 @@ def controller_roles() -> dict[str, tuple[str, list[Obj]]]:
             rule(("create",), ("",), ("pods/binding",)),
             rule(("create", "delete", "get", "list", "patch", "update", "watch"), ("apps",),
                  ("controllerrevisions",)), events()]),
+        "statefulset": ("statefulset-controller", [
+            rule(("list", "watch"), ("",), ("pods",)),
+            rule(("list", "watch"), ("apps",), ("statefulsets",)),
+            rule(("update",), ("apps",), ("statefulsets/status", "statefulsets/finalizers")),
+            rule(("create", "delete", "get", "patch", "update"), ("",), ("pods",)),
+            rule(("create", "delete", "get", "list", "patch", "update", "watch"), ("apps",),
+                 ("controllerrevisions",)),
+            rule(("create", "get"), ("",), ("persistentvolumeclaims",)),
+            # the retention policy (StatefulSetAutoDeletePVC) re-owns and deletes claims
+            rule(("delete", "update"), ("",), ("persistentvolumeclaims",)), events()]),
         "job": ("job-controller", [
             rule(("get", "list", "patch", "update", "watch"), ("batch",), ("jobs",)),
             rule(("update",), ("batch",), ("jobs/status", "jobs/finalizers")),
