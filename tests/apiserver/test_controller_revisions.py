@@ -3,6 +3,8 @@ negative, data that never changes once written."""
 
 from __future__ import annotations
 
+from protobuf_wire import PROTOBUF, encode_object
+
 REVISIONS = "/apis/apps/v1/namespaces/default/controllerrevisions"
 
 
@@ -37,3 +39,10 @@ async def test_the_data_is_immutable_and_the_revision_number_is_not(http) -> Non
     assert status == 422, answer
     assert [(c["field"], c["message"]) for c in answer["details"]["causes"]][0][0] == "data"
     assert "field is immutable" in answer["message"]
+
+
+async def test_a_revision_sent_in_protobuf_is_stored_as_the_json_it_holds(http) -> None:
+    body = revision("web-2", 2)
+    status, created = await http.call("POST", REVISIONS, data=encode_object(body), content_type=PROTOBUF)
+    assert status == 201, created
+    assert created["data"] == body["data"] and created["revision"] == 2
