@@ -221,6 +221,26 @@ def _csrapproving(client: Client, factory: InformerFactory, s: ControllerSetting
     return CSRApprovingController(client, factory, 1, s.clock, r)
 
 
+def _volume_binder(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
+    from minik.controllers.volumebinder import PersistentVolumeBinder
+    return PersistentVolumeBinder(client, factory, s.workers, s.clock, r)
+
+
+def _pvc_protection(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
+    from minik.controllers.volumeprotection import PVCProtectionController
+    return PVCProtectionController(client, factory, s.workers, s.clock, r)
+
+
+def _pv_protection(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
+    from minik.controllers.volumeprotection import PVProtectionController
+    return PVProtectionController(client, factory, s.workers, s.clock, r)
+
+
+def _local_path(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
+    from minik.controllers.localpath import LocalPathProvisioner
+    return LocalPathProvisioner(client, factory, s.workers, s.clock, r)
+
+
 #: controller name -> factory (Kubernetes' names, as kube-controller-manager --controllers takes them)
 CONTROLLERS: dict[str, ControllerFactory] = {
     "replicaset": _replicaset,
@@ -245,6 +265,11 @@ CONTROLLERS: dict[str, ControllerFactory] = {
     "resourcequota": _resourcequota,
     "csrsigning": _csrsigning,
     "csrapproving": _csrapproving,
+    # issue 21's storage (local-path-provisioner is minik's own, as k3s runs one beside its controllers)
+    "persistentvolume-binder": _volume_binder,
+    "pvc-protection": _pvc_protection,
+    "pv-protection": _pv_protection,
+    "local-path-provisioner": _local_path,
 }
 
 

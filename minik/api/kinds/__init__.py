@@ -52,3 +52,12 @@ from minik.api.kinds.resourcequota import ResourceQuotaStrategy  # noqa: E402
 
 __all__ += ["APIServiceStrategy", "CertificateSigningRequestStrategy", "EventsV1Strategy", "SharedStorageType", "LimitRangeStrategy", "PodTemplateStrategy", "ResourceQuotaStrategy", "RuntimeClassStrategy"]
 __all__ += ["ControllerRevisionStrategy"]
+
+# issue 21's storage kinds
+from minik.api.kinds.storage import (  # noqa: E402
+    PersistentVolumeClaimStrategy,
+    PersistentVolumeStrategy,
+    StorageClassStrategy,
+)
+
+__all__ += ["PersistentVolumeClaimStrategy", "PersistentVolumeStrategy", "StorageClassStrategy"]

@@ -331,6 +331,22 @@ def controller_roles() -> dict[str, tuple[str, list[Obj]]]:
         "csrapproving": ("certificate-controller", _certificate_controller_rules()),
         # minik's own: Kubernetes expires Events with etcd leases, minik with a controller
         "event-ttl": ("event-ttl-controller", [rule(("delete", "list", "watch"), ("",), ("events",))]),
+        # issue 21's storage (minik patches where Kubernetes updates: patch is added)
+        "persistentvolume-binder": ("persistent-volume-binder", [
+            rule(("create", "delete", "get", "list", "patch", "update", "watch"), ("",), ("persistentvolumes",)),
+            rule(("patch", "update"), ("",), ("persistentvolumes/status", "persistentvolumeclaims/status")),
+            rule(("get", "list", "patch", "update", "watch"), ("",), ("persistentvolumeclaims",)),
+            rule(("list", "watch"), ("",), ("nodes",)),
+            rule(("list", "watch"), ("storage.k8s.io",), ("storageclasses",)), events()]),
+        "pvc-protection": ("pvc-protection-controller", [
+            rule(("get", "list", "patch", "update", "watch"), ("",), ("persistentvolumeclaims",)),
+            rule(("get", "list", "watch"), ("",), ("pods",)), events()]),
+        "pv-protection": ("pv-protection-controller", [
+            rule(("get", "list", "patch", "update", "watch"), ("",), ("persistentvolumes",)), events()]),
+        "local-path-provisioner": ("local-path-provisioner", [
+            rule(("create", "delete", "get", "list", "watch"), ("",), ("persistentvolumes",)),
+            rule(("get", "list", "watch"), ("",), ("persistentvolumeclaims", "nodes")),
+            rule(READ, ("storage.k8s.io",), ("storageclasses",)), events()]),
     }
 
 
