@@ -68,6 +68,10 @@ async def test_kubectl_rollout_status_history_and_undo_of_a_statefulset(sts_clus
     pods = await kubectl("get", "pods", "-l", "app=web", "-o", "jsonpath={.items[*].spec.containers[0].image}")
     assert pods.out.split() == ["nginx:1.27", "nginx:1.27"]
 
+    described = await kubectl("describe", "statefulset", "web")
+    assert "Pods Status:" in described.out and "2 Running" in described.out
+    assert "create Pod web-1 in StatefulSet web successful" in described.out, described.out
+
     await kubectl("scale", "statefulset/web", "--replicas=3")
     await kubectl("rollout", "status", "statefulset/web", "--timeout=30s")
     names = await kubectl("get", "pods", "-l", "app=web", "-o", "jsonpath={.items[*].metadata.name}")
