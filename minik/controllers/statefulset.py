@@ -54,11 +54,10 @@ class StatefulSetController(Controller):
         self.sets = factory.informer("statefulsets")
         self.pods = factory.informer("pods")
         self.revisions = factory.informer("controllerrevisions")
+        #: None when this build's registry has no claims: they are then read through the API, by path
         self.claims: Informer | None = None
-        try:  # the storage kinds may not be served by this build: claims are then read through the API
+        if factory.client.registry.resolve("persistentvolumeclaims") is not None:
             self.claims = factory.informer("persistentvolumeclaims")
-        except ValueError:
-            self.claims = None
         self.sets.add_handlers(self.enqueue, lambda old, new: self.enqueue(new), self._set_deleted)
         self.pods.add_handlers(self._pod_added, self._pod_updated, self._pod_deleted)
         self.revisions.add_handlers(self._revision_changed, lambda old, new: self._revision_changed(new),
