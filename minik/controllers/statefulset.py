@@ -220,7 +220,10 @@ class StatefulSetController(Controller):
             elif ordinal >= 0:
                 condemned.append(pod)
         condemned.sort(key=lambda p: su.parent_and_ordinal(p)[1], reverse=True)
-        status_of = lambda: self._status(sts, history, [p for p in replicas if p is not None] + condemned)  # noqa: E731
+
+        def status_of() -> Obj:
+            return self._status(sts, history, [p for p in replicas if p is not None] + condemned)
+
         if is_being_deleted(sts):
             return status_of()
         monotonic = (sts.get("spec") or {}).get("podManagementPolicy", "OrderedReady") != "Parallel"
