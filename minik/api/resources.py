@@ -111,4 +111,14 @@ REGISTRY = Registry([
     # policy/v1: disruption budgets (status kept by minik.controllers.disruption, spent by pods/eviction)
     ResourceType("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", "poddisruptionbudget", True,
                  kinds.PodDisruptionBudgetStrategy(), short_names=("pdb",), subresources=_STATUS),
+    # apps/v1 ControllerRevision: the StatefulSet controller's history (minik.controllers.statefulset)
+    ResourceType("apps", "v1", "ControllerRevision", "controllerrevisions", "controllerrevision", True,
+                 kinds.ControllerRevisionStrategy()),
+    # issue 21's storage: core/v1 volumes and claims, storage.k8s.io/v1 classes (bound by minik.controllers.volume*)
+    ResourceType("", "v1", "PersistentVolume", "persistentvolumes", "persistentvolume", False,
+                 kinds.PersistentVolumeStrategy(), short_names=("pv",), subresources=_STATUS),
+    ResourceType("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", "persistentvolumeclaim", True,
+                 kinds.PersistentVolumeClaimStrategy(), short_names=("pvc",), subresources=_STATUS),
+    ResourceType("storage.k8s.io", "v1", "StorageClass", "storageclasses", "storageclass", False,
+                 kinds.StorageClassStrategy(), short_names=("sc",)),
 ])

@@ -15,6 +15,7 @@ from typing import Any
 from minik.api import jsonpath, schema
 from minik.api.durations import human_duration
 from minik.api.kinds.customresources import CustomResourceVersion, PrinterColumn
+from minik.api.kinds.storage import access_modes_string, is_default_class
 from minik.api.quantity import canonical_quantity
 from minik.api.registry import ResourceType
 from minik.api.timestamps import parse_time, rfc3339
@@ -864,6 +865,78 @@ def _quota_cells(quota: Obj, now: float) -> Cells:
     return [meta.get("name", ""), since(meta.get("creationTimestamp"), now), ", ".join(requests), ", ".join(limits)]
 
 
+# -- issue 21's storage kinds ------------------------------------------------------------------------------------
+def _pv_columns() -> list[Column]:
+    spec = f"{CORE}.PersistentVolumeSpec"
+    return [name_col(), col("Capacity", description=doc(spec, "capacity")),
+            col("Access Modes", description=doc(spec, "accessModes")),
+            col("Reclaim Policy", description=doc(spec, "persistentVolumeReclaimPolicy")),
+            col("Status", description=doc(f"{CORE}.PersistentVolumeStatus", "phase")),
+            col("Claim", description=doc(spec, "claimRef")),
+            col("StorageClass", description="StorageClass of the pv"),
+            col("VolumeAttributesClass", description="VolumeAttributesClass of the pv"),
+            col("Reason", description=doc(f"{CORE}.PersistentVolumeStatus", "reason")),
+            age_col(), col("VolumeMode", description=doc(spec, "volumeMode"), priority=1)]
+
+
+def _pv_cells(pv: Obj, now: float) -> Cells:
+    """kubectl's printPersistentVolume: Terminating while deleted, the claim as NAMESPACE/NAME."""
+    meta, spec = _dict(pv.get("metadata")), _dict(pv.get("spec"))
+    claim = _dict(spec.get("claimRef"))
+    phase = "Terminating" if meta.get("deletionTimestamp") else _str(_d(pv, "status", "phase"))
+    return [meta.get("name", ""), _storage_cell(_d(spec, "capacity", "storage")),
+            access_modes_string(spec.get("accessModes")), _str(spec.get("persistentVolumeReclaimPolicy")), phase,
+            f"{_str(claim.get('namespace'))}/{_str(claim.get('name'))}" if claim else "",
+            _str(spec.get("storageClassName")), _str(spec.get("volumeAttributesClassName")) or "<unset>",
+            _str(_d(pv, "status", "reason")), since(meta.get("creationTimestamp"), now),
+            _str(spec.get("volumeMode")) or "<unset>"]
+
+
+def _pvc_columns() -> list[Column]:
+    spec = f"{CORE}.PersistentVolumeClaimSpec"
+    return [name_col(), col("Status", description=doc(f"{CORE}.PersistentVolumeClaimStatus", "phase")),
+            col("Volume", description=doc(spec, "volumeName")),
+            col("Capacity", description=doc(f"{CORE}.PersistentVolumeClaimStatus", "capacity")),
+            col("Access Modes", description=doc(f"{CORE}.PersistentVolumeClaimStatus", "accessModes")),
+            col("StorageClass", description="StorageClass of the pvc"),
+            col("VolumeAttributesClass", description="VolumeAttributesClass of the pvc"), age_col(),
+            col("VolumeMode", description=doc(spec, "volumeMode"), priority=1)]
+
+
+def _pvc_cells(claim: Obj, now: float) -> Cells:
+    """kubectl's printPersistentVolumeClaim: capacity and access modes from the status once bound to a volume."""
+    meta, spec = _dict(claim.get("metadata")), _dict(claim.get("spec"))
+    phase = "Terminating" if meta.get("deletionTimestamp") else _str(_d(claim, "status", "phase"))
+    capacity = modes = ""
+    if spec.get("volumeName"):
+        capacity = _storage_cell(_d(claim, "status", "capacity", "storage"))
+        modes = access_modes_string(_d(claim, "status", "accessModes"))
+    return [meta.get("name", ""), phase, _str(spec.get("volumeName")), capacity, modes,
+            _str(spec.get("storageClassName")), _str(spec.get("volumeAttributesClassName")) or "<unset>",
+            since(meta.get("creationTimestamp"), now), _str(spec.get("volumeMode")) or "<unset>"]
+
+
+def _storageclass_columns() -> list[Column]:
+    sc = "io.k8s.api.storage.v1.StorageClass"
+    return [name_col(), col("Provisioner", description=doc(sc, "provisioner")),
+            col("ReclaimPolicy", description=doc(sc, "reclaimPolicy")),
+            col("VolumeBindingMode", description=doc(sc, "volumeBindingMode")),
+            col("AllowVolumeExpansion", description=doc(sc, "allowVolumeExpansion")), age_col()]
+
+
+def _storageclass_cells(sc: Obj, now: float) -> Cells:
+    """kubectl's printStorageClass: ``(default)`` after the default class's name."""
+    meta = _dict(sc.get("metadata"))
+    name = meta.get("name", "") + (" (default)" if is_default_class(sc) else "")
+    return [name, _str(sc.get("provisioner")), _str(sc.get("reclaimPolicy")) or "Delete",
+            _str(sc.get("volumeBindingMode")) or "Immediate", sc.get("allowVolumeExpansion") is True,
+            since(meta.get("creationTimestamp"), now)]
+
+
+def _storage_cell(value: Any) -> str:
+    return _quantity(value) if value is not None else "0"
+
+
 def _quantity(value: Any) -> str:
     try:
         return canonical_quantity(value) if value is not None else "0"
@@ -916,6 +989,10 @@ _PRINTERS: dict[str, Printer] = {
     "CertificateSigningRequest": Printer(_csr_columns, _csr_cells),
     # issue 21's kinds
     "PodDisruptionBudget": Printer(_pdb_columns, _pdb_cells),
+    # issue 21's storage kinds
+    "PersistentVolume": Printer(_pv_columns, _pv_cells),
+    "PersistentVolumeClaim": Printer(_pvc_columns, _pvc_cells),
+    "StorageClass": Printer(_storageclass_columns, _storageclass_cells),
 }
 _DEFAULT = Printer(_default_columns, _default_cells)
 
@@ -994,3 +1071,24 @@ def _typed_cell(type_: str, value: Any, now: float) -> Any:
             return None
         return "<invalid>" if parse_time(value) is None else since(value, now)
     return None
+
+
+def _controllerrevision_columns() -> list[Column]:
+    return [name_col(), col("Controller", description="Controller of the object"),
+            col("Revision", description=doc(f"{APPS}.ControllerRevision", "revision")), age_col()]
+
+
+def _controllerrevision_cells(revision: Obj, now: float) -> Cells:
+    """The controller as kubectl names a resource: ``statefulset.apps/web`` (kind.group, lower case)."""
+    meta = _dict(revision.get("metadata"))
+    controller = "<none>"
+    for ref in _list(meta.get("ownerReferences")):
+        if isinstance(ref, dict) and ref.get("controller"):
+            group = str(ref.get("apiVersion") or "").rpartition("/")[0]
+            kind = str(ref.get("kind") or "")
+            controller = f"{kind}.{group}".lower().rstrip(".") + f"/{ref.get('name', '')}"
+            break
+    return [meta.get("name", ""), controller, _int(revision.get("revision")), since(meta.get("creationTimestamp"), now)]
+
+
+_PRINTERS["ControllerRevision"] = Printer(_controllerrevision_columns, _controllerrevision_cells)

@@ -29,6 +29,7 @@ from minik.api.errors import (
 )
 from minik.api.params import parse_int64
 from minik.api.registry import Change, Registry, ResourceType
+from minik.api.volumes import local_path_class
 from minik.apiserver import codec, discovery, negotiation, scale, warnings
 from minik.apiserver.admission import Admission, AdmissionPlugin, Authenticator, ObjectReader, default_plugins
 from minik.apiserver.admission.priority import system_priority_classes
@@ -235,8 +236,8 @@ class ApiServer:
         return {path: dumps_kept(doc) for path, doc in docs.items()}
 
     async def bootstrap(self) -> None:
-        """Create the namespaces every cluster has (each with its ``default`` service account), and the system
-        priority classes, repair the Service allocations, then report ready.
+        """Create the namespaces every cluster has (each with its ``default`` service account), the system
+        priority classes and the default StorageClass ``local-path``, repair the Service allocations, then report ready.
 
         The service account controller makes ``default`` in every namespace; making it here too for the system
         namespaces lets a cluster without controllers (`minik up --disable controllers`, most tests) run pods in
@@ -258,6 +259,15 @@ class ApiServer:
             if self.store.get(classes.resource.key(None, pc["metadata"]["name"])) is None:
                 try:
                     await classes.create(pc, None, admin)
+                except StatusError as exc:
+                    if exc.reason != "AlreadyExists":
+                        raise
+        storage_classes = self.rests.get(("storage.k8s.io", "v1", "storageclasses"))
+        if storage_classes is not None:  # the built-in provisioner's class, the default (minik.api.volumes)
+            sc = local_path_class()
+            if self.store.get(storage_classes.resource.key(None, sc["metadata"]["name"])) is None:
+                try:
+                    await storage_classes.create(sc, None, admin)
                 except StatusError as exc:
                     if exc.reason != "AlreadyExists":
                         raise

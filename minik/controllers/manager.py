@@ -115,6 +115,11 @@ def _daemonset(client: Client, factory: InformerFactory, s: ControllerSettings, 
     return DaemonSetController(client, factory, s.workers, s.clock, r)
 
 
+def _statefulset(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
+    from minik.controllers.statefulset import StatefulSetController
+    return StatefulSetController(client, factory, s.workers, s.clock, r)
+
+
 def _job(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
     from minik.controllers.job import JobController
     return JobController(client, factory, s.workers, s.clock, r, backoff_seconds=s.job_backoff_seconds,
@@ -219,6 +224,24 @@ def _csrapproving(client: Client, factory: InformerFactory, s: ControllerSetting
 def _disruption(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
     from minik.controllers.disruption import DisruptionController
     return DisruptionController(client, factory, s.workers, s.clock, r)
+def _volume_binder(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
+    from minik.controllers.volumebinder import PersistentVolumeBinder
+    return PersistentVolumeBinder(client, factory, s.workers, s.clock, r)
+
+
+def _pvc_protection(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
+    from minik.controllers.volumeprotection import PVCProtectionController
+    return PVCProtectionController(client, factory, s.workers, s.clock, r)
+
+
+def _pv_protection(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
+    from minik.controllers.volumeprotection import PVProtectionController
+    return PVProtectionController(client, factory, s.workers, s.clock, r)
+
+
+def _local_path(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
+    from minik.controllers.localpath import LocalPathProvisioner
+    return LocalPathProvisioner(client, factory, s.workers, s.clock, r)
 
 
 #: controller name -> factory (Kubernetes' names, as kube-controller-manager --controllers takes them)
@@ -227,6 +250,7 @@ CONTROLLERS: dict[str, ControllerFactory] = {
     "replicationcontroller": _replicationcontroller,
     "deployment": _deployment,
     "daemonset": _daemonset,
+    "statefulset": _statefulset,
     "job": _job,
     "cronjob": _cronjob,
     "ttl-after-finished": _ttl_after_finished,
@@ -245,6 +269,11 @@ CONTROLLERS: dict[str, ControllerFactory] = {
     "csrsigning": _csrsigning,
     "csrapproving": _csrapproving,
     "disruption": _disruption,
+    # issue 21's storage (local-path-provisioner is minik's own, as k3s runs one beside its controllers)
+    "persistentvolume-binder": _volume_binder,
+    "pvc-protection": _pvc_protection,
+    "pv-protection": _pv_protection,
+    "local-path-provisioner": _local_path,
 }
 
 

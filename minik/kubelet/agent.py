@@ -7,6 +7,7 @@ the cluster only through the client they are given.
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,10 +15,13 @@ from typing import Any
 
 import structlog
 
+from minik.aio import start_task, stop_task
+from minik.api.volumes import LOCAL_PATH_ROOT_ANNOTATION
 from minik.client import Client
 from minik.controlplane import ControlPlane, StaticPod
 from minik.kubelet.containers import ContainerConfigs
 from minik.kubelet.kubelet import Kubelet, KubeletSettings
+from minik.kubelet.localvolumes import LOCAL_PATH_DIR, LocalVolumes
 from minik.kubelet.mirror import is_mirror
 from minik.kubelet.node import NodeConfig, host_address, host_capacity, well_known_labels
 from minik.kubelet.server import DEFAULT_PORT, KubeletServer
@@ -69,6 +73,9 @@ class AgentSettings:
     control_plane: ControlPlane | None = None
     """The in-process components this node shows as its static pods (`minik up`'s local node)."""
 
+    local_volume_sweep_seconds: float = 10.0
+    """How often the directories of deleted local-path volumes are looked for and removed."""
+
 
 class NodeAgent:
     def __init__(self, client: Client, settings: AgentSettings) -> None:
@@ -76,13 +83,17 @@ class NodeAgent:
         self.settings = settings
         self.kubelet: Kubelet | None = None
         self.server: KubeletServer | None = None
+        self.local_volumes = LocalVolumes(client, settings.data_dir / LOCAL_PATH_DIR,
+                                          settings.local_volume_sweep_seconds)
+        self._sweeper: asyncio.Task[None] | None = None
 
     def node_config(self, port: int) -> NodeConfig:
         s = self.settings
         labels = well_known_labels(s.name, s.zone, s.region)
         labels.update(s.labels)
         return NodeConfig(s.name, s.address or host_address(), host_capacity(str(s.data_dir)), labels,
-                          list(s.taints), kubelet_port=port)
+                          list(s.taints), kubelet_port=port,
+                          annotations={LOCAL_PATH_ROOT_ANNOTATION: str(self.local_volumes.root)})
 
     async def start(self) -> None:
         from minik.kubelet.runtimes.select import open_runtime
@@ -110,6 +121,7 @@ class NodeAgent:
             configs = ContainerConfigs(self.client, s.data_dir, node.address, node.capacity)
             kubelet = self.kubelet = Kubelet(self.client, runtime, [node], s.kubelet, configs, s.control_plane)
             await kubelet.start()
+            self._sweeper = start_task(self.local_volumes.run(), f"local volumes of {s.name}")
         except BaseException:
             # Undo what began. When the start was cancelled, this cleanup may itself be cut short: the owner's
             # stop() (every step of which may be repeated) finishes it.
@@ -118,6 +130,8 @@ class NodeAgent:
 
     async def stop(self) -> None:
         """Stop the endpoint, then the kubelet; the containers keep running for the next start to adopt."""
+        await stop_task(self._sweeper)
+        self._sweeper = None
         if self.server is not None:
             await self.server.stop()
             self.server = None

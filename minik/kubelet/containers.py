@@ -1,7 +1,8 @@
 """What a container needs beyond its spec before a runtime can start it: its environment (values, fieldRef,
 resourceFieldRef, configMapKeyRef, secretKeyRef, envFrom; ``$(VAR)`` references expanded) and its volumes as
 host directories (emptyDir, hostPath, configMap, secret, downwardAPI, projected) under the kubelet's data
-directory, DATA_DIR/pods/UID/volumes/NAME.
+directory, DATA_DIR/pods/UID/volumes/NAME; a persistentVolumeClaim volume is its bound PersistentVolume's
+hostPath or local directory, which outlives the pod.
 
 A projected volume gathers configMap, secret, downwardAPI and serviceAccountToken sources in one directory; its
 tokens come from the TokenRequest API and are renewed while the pod runs (minik.kubelet.tokens). Every file is
@@ -29,6 +30,7 @@ from typing import Any
 from minik.api.errors import StatusError
 from minik.api.quantity import parse_quantity
 from minik.api.serviceenv import service_env
+from minik.api.volumes import volume_path
 from minik.client import Client, TransportError
 from minik.kubelet.runtimes.base import ContainerConfig, Mount, RuntimeFailure, SandboxInfo
 from minik.kubelet.runtimes.security import effective
@@ -39,6 +41,8 @@ from minik.kubelet.tokens import DEFAULT_EXPIRATION_SECONDS, TokenFile, TokenMan
 Obj = dict[str, Any]
 
 CONFIG_ERROR = "CreateContainerConfigError"
+#: the waiting reason while a volume cannot be mounted yet (Kubernetes shows the pod ContainerCreating)
+MOUNT_WAITING = "ContainerCreating"
 _REFERENCE = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)|\$\$")
 _FIELD_INDEX = re.compile(r"metadata\.(labels|annotations)\['(.+)'\]")  # matched whole, with fullmatch
 
@@ -98,6 +102,13 @@ def give_to_group(root: Path, gid: int, read_only: bool) -> None:
 
 #: the mode of volume files whose volume names none (Kubernetes' 0644)
 DEFAULT_MODE = 0o644
+
+
+def _make_shared_directory(path: Path) -> None:
+    """Make a volume's directory, writable by every user, unless it exists."""
+    if not path.exists():
+        path.mkdir(parents=True, exist_ok=True)
+        path.chmod(0o777)
 
 
 class ContainerConfigs:
@@ -257,8 +268,30 @@ class ContainerConfigs:
                 raise RuntimeFailure(CONFIG_ERROR, f"failed to fetch token: {exc}") from None
         return files
 
+    async def _claimed_path(self, namespace: str, source: Obj) -> Path:
+        """The host directory of a persistentVolumeClaim volume: its claim's bound PersistentVolume's hostPath or
+        local path (made when missing, open to every user as local-path provisioners make them). A claim that is
+        missing or not bound yet fails the start, which is retried (the pod shows ContainerCreating)."""
+        name = str(source.get("claimName") or "")
+        claim = await self._get("persistentvolumeclaims", namespace, name)
+        if claim is None:
+            raise RuntimeFailure(MOUNT_WAITING, f'persistentvolumeclaim "{name}" not found')
+        volume_name = (claim.get("spec") or {}).get("volumeName")
+        if not volume_name or (claim.get("status") or {}).get("phase") != "Bound":
+            raise RuntimeFailure(MOUNT_WAITING, f"PVC {namespace}/{name} is not bound")
+        pv = await self.client.get("persistentvolumes", volume_name)
+        path = volume_path(pv)
+        if path is None:
+            raise RuntimeFailure(MOUNT_WAITING, f'volume "{volume_name}" has no hostPath or local path to mount')
+        host = Path(path)
+        if (pv.get("spec") or {}).get("hostPath", {}).get("type") in ("DirectoryOrCreate", None, ""):
+            await asyncio.to_thread(_make_shared_directory, host)
+        return host
+
     async def _volume(self, pod: Obj, volume: Obj, pod_ip: str) -> Path:
         uid, namespace = pod["metadata"]["uid"], pod["metadata"]["namespace"]
+        if isinstance(volume.get("persistentVolumeClaim"), dict):
+            return await self._claimed_path(namespace, volume["persistentVolumeClaim"])
         if volume.get("hostPath"):
             path = Path(volume["hostPath"].get("path", "/"))
             if volume["hostPath"].get("type") in ("DirectoryOrCreate", None, ""):
@@ -301,7 +334,8 @@ class ContainerConfigs:
                 host = host / mount["subPath"]
                 if not host.exists():
                     host.mkdir(parents=True, exist_ok=True)
-            mounts.append(Mount(str(host), mount.get("mountPath", ""), bool(mount.get("readOnly"))))
+            read_only = bool(mount.get("readOnly")) or bool((volume.get("persistentVolumeClaim") or {}).get("readOnly"))
+            mounts.append(Mount(str(host), mount.get("mountPath", ""), read_only))
         return mounts
 
     async def build(self, pod: Obj, container: Obj, sandbox: SandboxInfo, init: bool) -> ContainerConfig:

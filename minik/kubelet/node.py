@@ -49,6 +49,8 @@ class NodeConfig:
     kubelet_port: int = 10250
     runtime_version: str = ""
     pod_cidr: str | None = None
+    annotations: dict[str, str] = field(default_factory=dict)
+    """Annotations beyond minik.io/kubelet-version (minik.io/local-path-root: where its local volumes live)."""
 
 
 def parse_labels(text: str) -> dict[str, str]:
@@ -167,7 +169,7 @@ def node_object(config: NodeConfig, now: str) -> Obj:
         spec["podCIDR"], spec["podCIDRs"] = config.pod_cidr, [config.pod_cidr]
     return {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": config.name, "labels": dict(config.labels),
-                         "annotations": {"minik.io/kubelet-version": __version__}},
+                         "annotations": {"minik.io/kubelet-version": __version__, **config.annotations}},
             "spec": spec, "status": node_status(config, now)}
 
 
@@ -226,7 +228,7 @@ class NodeKeeper:
                 raise
             # registered before (a restart): take over labels, taints and status
             node = await self.client.get("nodes", config.name)
-            patch: Obj = {"metadata": {"labels": config.labels}}
+            patch: Obj = {"metadata": {"labels": config.labels, "annotations": config.annotations}}
             if config.taints:
                 patch["spec"] = {"taints": config.taints}
             node = await self.client.patch("nodes", config.name, patch)

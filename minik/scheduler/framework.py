@@ -81,6 +81,22 @@ class ClusterView(Protocol):
         selectors, as kube-scheduler's DefaultSelector), or None when nothing groups it."""
         ...
 
+    def claim(self, namespace: str, name: str) -> Obj | None:
+        """A PersistentVolumeClaim (None when unknown)."""
+        ...
+
+    def volume(self, name: str) -> Obj | None:
+        """A PersistentVolume (None when unknown)."""
+        ...
+
+    def volumes(self) -> list[Obj]:
+        """Every PersistentVolume."""
+        ...
+
+    def storage_class(self, name: str) -> Obj | None:
+        """A StorageClass (None when unknown)."""
+        ...
+
 
 class CycleState(dict[str, Any]):
     """What plugins compute in pre_filter / pre_score and read per node, by plugin name; one per cycle.
@@ -115,6 +131,18 @@ class _EmptyCluster:
         return None
 
     def default_spread_selector(self, pod: PodInfo) -> Any:
+        return None
+
+    def claim(self, namespace: str, name: str) -> Obj | None:
+        return None
+
+    def volume(self, name: str) -> Obj | None:
+        return None
+
+    def volumes(self) -> list[Obj]:
+        return []
+
+    def storage_class(self, name: str) -> Obj | None:
         return None
 
 
@@ -179,6 +207,31 @@ class NormalizePlugin(Plugin, Protocol):
     def normalize(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], scores: list[int]) -> None:
         """Bring the scores of ``nodes`` (in that order) to 0..MAX_NODE_SCORE, in place."""
         ...
+
+
+class Binding(Protocol):
+    """What a pre-bind step may do between the decision and the pod's binding (kube-scheduler's PreBind): write
+    through the scheduler's client, and wait for the cluster to change (its informers' view)."""
+
+    cluster: ClusterView
+
+    async def patch_claim(self, namespace: str, name: str, patch: Obj) -> None: ...
+
+    async def wait_until(self, done: Any, timeout: float) -> bool:
+        """Wait until ``done()`` (re-checked at every change to claims, volumes or classes) is true; False when
+        ``timeout`` seconds pass first."""
+        ...
+
+
+@runtime_checkable
+class PreBindPlugin(Plugin, Protocol):
+    """A plugin with work to finish before the pod is bound to the node chosen (a pod whose claims must be
+    bound first). ``needs_pre_bind`` is asked in the cycle, without awaiting; ``pre_bind`` runs in the bind
+    step, and a failure sends the pod back to the queue."""
+
+    def needs_pre_bind(self, cluster: ClusterView, pod: PodInfo) -> bool: ...
+
+    async def pre_bind(self, binding: Binding, pod: PodInfo, node: str) -> Status: ...
 
 
 def default_normalize(scores: list[int], reverse: bool = False) -> None:

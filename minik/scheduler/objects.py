@@ -1,5 +1,6 @@
 """What the scheduler knows of the cluster besides nodes and pods (kube-scheduler's listers): namespace labels,
-for inter-pod affinity's namespaceSelector; and Services and the pods' controllers (ReplicationControllers,
+for inter-pod affinity's namespaceSelector; claims, volumes and storage classes, for VolumeBinding and
+VolumeRestrictions; and Services and the pods' controllers (ReplicationControllers,
 ReplicaSets, StatefulSets), whose selectors say which pods belong together, so that replicas spread across
 nodes and zones even when they ask for nothing (kube-scheduler's default topology spread constraints).
 
@@ -19,7 +20,11 @@ Obj = dict[str, Any]
 #: the kinds ClusterObjects follows: resource plural -> (kind, group)
 RESOURCES = {"namespaces": ("Namespace", ""), "services": ("Service", ""),
              "replicationcontrollers": ("ReplicationController", ""), "replicasets": ("ReplicaSet", "apps"),
-             "statefulsets": ("StatefulSet", "apps")}
+             "statefulsets": ("StatefulSet", "apps"),
+             "persistentvolumeclaims": ("PersistentVolumeClaim", ""), "persistentvolumes": ("PersistentVolume", ""),
+             "storageclasses": ("StorageClass", "storage.k8s.io")}
+#: the storage kinds among RESOURCES: a change to one may make a pod waiting on its volumes fit
+VOLUME_RESOURCES = frozenset({"persistentvolumeclaims", "persistentvolumes", "storageclasses"})
 _CONTROLLER_KINDS = {("ReplicationController", ""), ("ReplicaSet", "apps"), ("StatefulSet", "apps")}
 
 
@@ -32,13 +37,16 @@ class ClusterObjects:
         self._namespaces: dict[str, Mapping[str, str]] = {}
         self._services: dict[str, dict[str, Mapping[str, str]]] = {}
         self._controllers: dict[tuple[str, str, str], list[Requirement]] = {}
+        self._storage: dict[str, dict[str, Obj]] = {resource: {} for resource in VOLUME_RESOURCES}
 
     # -- feeding ---------------------------------------------------------------------------------------------
     def set(self, resource: str, obj: Obj) -> None:
         meta = obj.get("metadata") or {}
         name, namespace = meta.get("name") or "", meta.get("namespace") or ""
         spec = obj.get("spec") or {}
-        if resource == "namespaces":
+        if resource in VOLUME_RESOURCES:
+            self._storage[resource][f"{namespace}/{name}" if namespace else name] = obj
+        elif resource == "namespaces":
             self._namespaces[name] = meta.get("labels") or {}
         elif resource == "services":
             selector = spec.get("selector")
@@ -62,7 +70,9 @@ class ClusterObjects:
     def delete(self, resource: str, obj: Obj) -> None:
         meta = obj.get("metadata") or {}
         name, namespace = meta.get("name") or "", meta.get("namespace") or ""
-        if resource == "namespaces":
+        if resource in VOLUME_RESOURCES:
+            self._storage[resource].pop(f"{namespace}/{name}" if namespace else name, None)
+        elif resource == "namespaces":
             self._namespaces.pop(name, None)
         elif resource == "services":
             self._services.get(namespace, {}).pop(name, None)
@@ -72,6 +82,18 @@ class ClusterObjects:
     # -- reading (ClusterView) -------------------------------------------------------------------------------
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         return self._namespaces.get(namespace)
+
+    def claim(self, namespace: str, name: str) -> Obj | None:
+        return self._storage["persistentvolumeclaims"].get(f"{namespace}/{name}")
+
+    def volume(self, name: str) -> Obj | None:
+        return self._storage["persistentvolumes"].get(name)
+
+    def volumes(self) -> list[Obj]:
+        return list(self._storage["persistentvolumes"].values())
+
+    def storage_class(self, name: str) -> Obj | None:
+        return self._storage["storageclasses"].get(name)
 
     def default_spread_selector(self, pod: PodInfo) -> LabelSelector | None:
         """The selectors of the Services that select the pod and of its controller, combined (every requirement

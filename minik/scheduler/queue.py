@@ -33,13 +33,15 @@ ASSIGNED_POD_ADD = "AssignedPodAdd"
 ASSIGNED_POD_UPDATE = "AssignedPodUpdate"
 ASSIGNED_POD_DELETE = "AssignedPodDelete"
 UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
+VOLUME_CHANGE = "VolumeChange"
 EVENT_PLUGINS: dict[str, frozenset[str] | None] = {
     NODE_ADD: None,
     NODE_UPDATE: None,
     ASSIGNED_POD_ADD: frozenset({"InterPodAffinity", "PodTopologySpread"}),
     ASSIGNED_POD_UPDATE: frozenset({"InterPodAffinity", "PodTopologySpread"}),
     ASSIGNED_POD_DELETE: frozenset({"NodeResourcesFit", "NodePorts", "InterPodAffinity", "PodTopologySpread",
-                                    "DefaultPreemption"}),
+                                    "DefaultPreemption", "VolumeRestrictions"}),
+    VOLUME_CHANGE: frozenset({"VolumeBinding", "VolumeRestrictions"}),
 }
 
 

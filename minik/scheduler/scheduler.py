@@ -26,8 +26,8 @@ from minik.informers import Informer
 from minik.scheduler.algorithm import Algorithm, FitError
 from minik.scheduler.arrays import NUMPY
 from minik.scheduler.cache import Cache
-from minik.scheduler.framework import DEFAULT_SCHEDULER_NAME, PodInfo
-from minik.scheduler.objects import RESOURCES, ClusterObjects
+from minik.scheduler.framework import DEFAULT_SCHEDULER_NAME, ClusterView, PodInfo, PreBindPlugin
+from minik.scheduler.objects import RESOURCES, VOLUME_RESOURCES, ClusterObjects
 from minik.scheduler.plugins.registry import ProfileConfig, build_profile
 from minik.scheduler.preemption import Preemptor
 from minik.scheduler.queue import (
@@ -36,6 +36,7 @@ from minik.scheduler.queue import (
     ASSIGNED_POD_UPDATE,
     NODE_ADD,
     NODE_UPDATE,
+    VOLUME_CHANGE,
     QueuedPod,
     QueueSettings,
     SchedulingQueue,
@@ -90,8 +91,10 @@ class Scheduler:
         self.name = self.settings.name
         self.cache = Cache()
         self.objects = ClusterObjects()
-        self.algorithm = Algorithm(build_profile(self.settings.profile), self.settings.percentage_of_nodes_to_score,
-                                   cluster=self.objects)
+        profile = build_profile(self.settings.profile)
+        self.algorithm = Algorithm(profile, self.settings.percentage_of_nodes_to_score, cluster=self.objects)
+        self.pre_binds = [p for p in profile.plugins if isinstance(p, PreBindPlugin)]
+        self.volume_binding = VolumeWaits(client, self.objects)
         self.queue: SchedulingQueue | None = None
         self.recorder = EventRecorder(client, self.name, max_pending=100_000)
         self.preemptor = Preemptor(self.algorithm, client, self.name, self.recorder)
@@ -113,6 +116,14 @@ class Scheduler:
     def _object_informer(self, resource: str) -> Informer:
         informer = Informer(self.client, resource)
         objects = self.objects
+        if resource in VOLUME_RESOURCES:  # pods waiting on volumes may fit now, or their claims be bound
+            def changed(obj: Obj, gone: bool = False) -> None:
+                objects.delete(resource, obj) if gone else objects.set(resource, obj)
+                self.volume_binding.changed()
+                if self.queue is not None:
+                    self.queue.move_all(VOLUME_CHANGE)
+            informer.add_handlers(changed, lambda old, obj: changed(obj), lambda obj: changed(obj, True))
+            return informer
         informer.add_handlers(lambda obj: objects.set(resource, obj), lambda old, obj: objects.set(resource, obj),
                               lambda obj: objects.delete(resource, obj))
         return informer
@@ -283,6 +294,11 @@ class Scheduler:
         self.cache.clear_nomination(info.key)
         self.cache.assume(info, result.node)
         self.queue.done(qp)
+        if any(plugin.needs_pre_bind(self.objects, info) for plugin in self.pre_binds):
+            # its volumes are bound first, which takes the provisioner's time: a task of its own, not a bind
+            # worker that the pods behind it wait for
+            self._spawn(self._pre_bind_and_bind(qp, result.node), f"pre-bind {info.key}")
+            return
         self._to_bind.append((qp, result.node))
         self._wake_binder()
 
@@ -311,6 +327,26 @@ class Scheduler:
             waiter: asyncio.Future[None] = loop.create_future()
             self._idle_binders.append(waiter)
             await waiter
+
+    async def _pre_bind_and_bind(self, qp: QueuedPod, node: str) -> None:
+        """Run the pre-bind steps (VolumeBinding: the claims get the node, and are waited for), then bind."""
+        info = qp.info
+        for plugin in self.pre_binds:
+            try:
+                status = await plugin.pre_bind(self.volume_binding, info, node)
+                ok, message = status.ok, status.message
+            except (StatusError, TransportError) as exc:
+                ok, message = False, getattr(exc, "message", str(exc))
+            if not ok:
+                self.cache.forget(info.key)
+                text = f'running PreBind plugin "{plugin.name}": {message}'
+                self._log.info("pre-bind failed", pod=info.key, node=node, error=text)
+                self.recorder.event(_reference(info.pod), WARNING, "FailedScheduling", text)
+                current = self.pods.get(info.key)
+                if current is not None and self._responsible(PodInfo(current)) and self.queue is not None:
+                    self.queue.add_backoff(qp)
+                return
+        await self._bind(qp, node)
 
     async def _bind(self, qp: QueuedPod, node: str) -> None:
         info = qp.info
@@ -364,6 +400,42 @@ class Scheduler:
                                            content_type=STRATEGIC_MERGE_PATCH)
         except (StatusError, TransportError) as exc:
             self._log.info("could not update the pod's status", pod=info.key, error=str(exc))
+
+
+class VolumeWaits:
+    """The scheduler's side of pre-binding (framework.Binding): claims patched through its client, and waits
+    that wake at every change its informers see to claims, volumes and classes."""
+
+    def __init__(self, client: Client, cluster: ClusterView) -> None:
+        self.client = client
+        self.cluster = cluster
+        self._waiters: set[asyncio.Future[None]] = set()
+
+    def changed(self) -> None:
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._waiters.clear()
+
+    async def patch_claim(self, namespace: str, name: str, patch: Obj) -> None:
+        await self.client.patch("persistentvolumeclaims", name, patch, namespace)
+
+    async def wait_until(self, done: Any, timeout: float) -> bool:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not done():
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            waiter: asyncio.Future[None] = loop.create_future()
+            self._waiters.add(waiter)
+            try:
+                await asyncio.wait_for(waiter, remaining)
+            except TimeoutError:
+                return bool(done())
+            finally:
+                self._waiters.discard(waiter)
+        return True
 
 
 def _changed_beyond_status(old: Obj, new: Obj) -> bool:

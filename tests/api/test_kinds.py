@@ -32,6 +32,8 @@ def test_every_kind_is_registered_with_the_short_names_kubectl_shows() -> None:
         "limitranges": ("limits",),
         "resourcequotas": ("quota",), "podtemplates": (), "runtimeclasses": (), "apiservices": (),
         "certificatesigningrequests": ("csr",), "poddisruptionbudgets": ("pdb",),
+        "controllerrevisions": (),
+        "persistentvolumes": ("pv",), "persistentvolumeclaims": ("pvc",), "storageclasses": ("sc",),
     }
     assert REGISTRY.resolve("deploy") is resource("deployments")
     assert REGISTRY.resolve("pc") is resource("priorityclasses")
@@ -70,7 +72,7 @@ def test_each_strategy_knows_the_scope_the_registry_declares() -> None:
         "selfsubjectreviews", "subjectaccessreviews", "selfsubjectaccessreviews", "selfsubjectrulesreviews",
         "mutatingwebhookconfigurations", "validatingwebhookconfigurations", "validatingadmissionpolicies",
         "validatingadmissionpolicybindings", "customresourcedefinitions", "runtimeclasses", "apiservices",
-        "certificatesigningrequests"}
+        "certificatesigningrequests", "persistentvolumes", "storageclasses"}
 
 
 @pytest.mark.parametrize("plural, extra", [

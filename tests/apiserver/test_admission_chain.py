@@ -15,8 +15,9 @@ def test_the_chain_runs_in_kubernetes_order(cluster: Cluster) -> None:
     assert cluster.api is not None
     names = [plugin.name for plugin in default_plugins(cluster.api.reader)]
     assert names == ["NamespaceLifecycle", "LimitRanger", "NodeRestriction", "Priority", "DefaultTolerationSeconds",
-                     "ServiceAccount", "PodSecurity", "RuntimeClass",
-                     "CertificateSigningRequestIdentity", "CertificateSubjectRestriction", "ResourceQuota"]
+                     "ServiceAccount", "PodSecurity", "PersistentVolumeClaimResize", "RuntimeClass",
+                     "CertificateSigningRequestIdentity", "CertificateSubjectRestriction", "DefaultStorageClass",
+                     "StorageObjectInUseProtection", "ResourceQuota"]
 
 
 async def test_a_pod_runs_as_default_with_its_token_volume_unless_it_opts_out(http: ApiHttp) -> None:

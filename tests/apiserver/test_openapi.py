@@ -19,7 +19,8 @@ SERVED = {"api/v1", "apis/apps/v1", "apis/batch/v1", "apis/coordination.k8s.io/v
           "apis/rbac.authorization.k8s.io/v1", "apis/authentication.k8s.io/v1", "apis/authorization.k8s.io/v1",
           "apis/admissionregistration.k8s.io/v1", "apis/apiextensions.k8s.io/v1",
           "apis/events.k8s.io/v1", "apis/node.k8s.io/v1",
-          "apis/apiregistration.k8s.io/v1", "apis/certificates.k8s.io/v1", "apis/policy/v1"}
+          "apis/apiregistration.k8s.io/v1", "apis/certificates.k8s.io/v1", "apis/policy/v1",
+          "apis/storage.k8s.io/v1"}
 
 
 async def fetch(http, path: str) -> tuple[int, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 from minik.api import validation as v
 from minik.api.kinds.common import (
@@ -60,7 +61,7 @@ class _WorkloadStrategy(Strategy):
         causes += v.validate_nonnegative(spec.get("revisionHistoryLimit"), "spec.revisionHistoryLimit")
         causes += validate_workload_selector(spec, "spec", self.selector_word)
         template = spec.get("template")
-        causes += validate_pod_template(template, "spec.template")
+        causes += validate_pod_template(self.template_to_validate(spec), "spec.template")
         if isinstance(template, dict):
             causes += validate_restart_always(template, "spec.template", self.kind_name)
         return causes + self.validate_spec(spec)
@@ -68,6 +69,10 @@ class _WorkloadStrategy(Strategy):
     def validate_spec(self, spec: Obj) -> Causes:
         """Kind-specific spec rules."""
         return []
+
+    def template_to_validate(self, spec: Obj) -> Any:
+        """The pod template as its pods will have it (a StatefulSet's pods get a volume per claim template)."""
+        return spec.get("template")
 
     def validate_update(self, obj: Obj, old: Obj) -> Causes:
         causes = super().validate_update(obj, old)
@@ -245,6 +250,20 @@ class StatefulSetStrategy(_ReplicatedStrategy):
             causes += v.validate_enum(retention.get(field), f"spec.persistentVolumeClaimRetentionPolicy.{field}",
                                       ("Retain", "Delete"), required_=False)
         return causes
+
+    def template_to_validate(self, spec: Obj) -> Any:
+        """The template with a persistentVolumeClaim volume for each volumeClaimTemplate, as the controller gives
+        its pods: mounts may name the claim templates (Kubernetes validates the union of the two)."""
+        template = spec.get("template")
+        claims = [c for c in spec.get("volumeClaimTemplates") or [] if isinstance(c, dict)]
+        if not claims or not isinstance(template, dict) or not isinstance(template.get("spec"), dict):
+            return template
+        pod_spec = template["spec"]
+        volumes = pod_spec.get("volumes") if isinstance(pod_spec.get("volumes"), list) else []
+        named = {vol.get("name") for vol in volumes if isinstance(vol, dict)}
+        added = [{"name": name, "persistentVolumeClaim": {"claimName": name}}
+                 for name in (dict_at(c, "metadata").get("name") for c in claims) if name and name not in named]
+        return {**template, "spec": {**pod_spec, "volumes": [*volumes, *added]}} if added else template
 
     def validate_update(self, obj: Obj, old: Obj) -> Causes:
         causes = super().validate_update(obj, old)

@@ -18,6 +18,11 @@ from minik.apiserver.admission.priority import Priority
 from minik.apiserver.admission.resource_quota import ResourceQuotaAdmission
 from minik.apiserver.admission.runtime_class import RuntimeClass
 from minik.apiserver.admission.service_account import ServiceAccount
+from minik.apiserver.admission.storage import (
+    DefaultStorageClass,
+    PersistentVolumeClaimResize,
+    StorageObjectInUseProtection,
+)
 
 
 def default_plugins(reader: ObjectReader, cluster: Sequence[AdmissionPlugin] = ()) -> list[AdmissionPlugin]:
@@ -25,7 +30,9 @@ def default_plugins(reader: ObjectReader, cluster: Sequence[AdmissionPlugin] = (
     that need the cluster's authorizer or its admission configurations (RBAC escalation, certificate approval and
     signing, the webhooks and policies), which run after the built-in ones and before the quota."""
     return [NamespaceLifecycle(reader), LimitRanger(reader), NodeRestriction(), Priority(reader),
-            DefaultTolerationSeconds(), ServiceAccount(reader), PodSecurity(reader), RuntimeClass(reader),
-            CertificateSigningRequestIdentity(), CertificateSubjectRestriction(), *cluster,
+            DefaultTolerationSeconds(), ServiceAccount(reader), PodSecurity(reader),
+            PersistentVolumeClaimResize(reader), RuntimeClass(reader),
+            CertificateSigningRequestIdentity(), CertificateSubjectRestriction(),
+            DefaultStorageClass(reader), StorageObjectInUseProtection(), *cluster,
             # last, as in Kubernetes: it charges what every other plugin let through, webhooks' changes included
             ResourceQuotaAdmission(reader)]

@@ -22,6 +22,7 @@ from aiodocker.containers import DockerContainer
 
 from minik.aio import Backoff, start_task, stop_task
 from minik.api.quantity import parse_quantity
+from minik.kubelet.dns import CLUSTER_DOMAIN, pod_hostname
 from minik.kubelet.runtimes.base import (
     ContainerConfig,
     ContainerInfo,
@@ -291,7 +292,8 @@ class DockerRuntime:
                     exposed[key] = {}
                     bindings[key] = [{"HostIp": port.get("hostIP") or "", "HostPort": str(port["hostPort"])}]
         attempt = await self._next_sandbox_attempt(pod)
-        config = {"Image": self.pause_image, "Hostname": pod["metadata"]["name"][:63],
+        hostname, domain = pod_hostname(pod, self.dns.domain if self.dns is not None else CLUSTER_DOMAIN)
+        config: Obj = {"Image": self.pause_image, "Hostname": hostname, "Domainname": domain,
                   "Labels": self._labels(pod, SANDBOX, attempt), "ExposedPorts": exposed,
                   "HostConfig": {"PortBindings": bindings, "IpcMode": "shareable", **await self._dns_config(pod)}}
         sysctls = sandbox_sysctls(pod)

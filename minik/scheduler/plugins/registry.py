@@ -16,6 +16,8 @@ from minik.scheduler.plugins.node_resources_fit import LEAST_ALLOCATED, NodeReso
 from minik.scheduler.plugins.node_unschedulable import NodeUnschedulable
 from minik.scheduler.plugins.pod_topology_spread import PodTopologySpread
 from minik.scheduler.plugins.taint_toleration import TaintToleration
+from minik.scheduler.plugins.volume_binding import VolumeBinding
+from minik.scheduler.plugins.volume_restrictions import VolumeRestrictions
 
 PluginFactory = Callable[["ProfileConfig"], Plugin]
 
@@ -34,6 +36,10 @@ class ProfileConfig:
     hard_pod_affinity_weight: int = 1
     """InterPodAffinity's score for a node where a running pod's required affinity selects the pod (0-100)."""
 
+    volume_bind_timeout_seconds: float = 600.0
+    """How long VolumeBinding waits for a pod's claims to be bound before the pod goes back to the queue
+    (kube-scheduler's bindTimeoutSeconds)."""
+
 
 REGISTRY: dict[str, PluginFactory] = {
     "NodeUnschedulable": lambda c: NodeUnschedulable(),
@@ -45,11 +51,14 @@ REGISTRY: dict[str, PluginFactory] = {
     "PodTopologySpread": lambda c: PodTopologySpread(),
     "InterPodAffinity": lambda c: InterPodAffinity(c.hard_pod_affinity_weight),
     "NodeResourcesBalancedAllocation": lambda c: BalancedAllocation(),
+    "VolumeRestrictions": lambda c: VolumeRestrictions(),
+    "VolumeBinding": lambda c: VolumeBinding(c.volume_bind_timeout_seconds),
 }
 
 #: the default profile in kube-scheduler's order (cheap, decisive filters first)
 DEFAULT_PLUGINS = ("NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts",
-                   "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation")
+                   "NodeResourcesFit", "VolumeRestrictions", "VolumeBinding", "PodTopologySpread",
+                   "InterPodAffinity", "NodeResourcesBalancedAllocation")
 
 #: kube-scheduler's default score weights
 DEFAULT_WEIGHTS = {"TaintToleration": 3, "NodeAffinity": 2, "PodTopologySpread": 2, "InterPodAffinity": 2,

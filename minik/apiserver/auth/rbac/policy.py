@@ -273,6 +273,16 @@ def controller_roles() -> dict[str, tuple[str, list[Obj]]]:
             rule(("create",), ("",), ("pods/binding",)),
             rule(("create", "delete", "get", "list", "patch", "update", "watch"), ("apps",),
                  ("controllerrevisions",)), events()]),
+        "statefulset": ("statefulset-controller", [
+            rule(("list", "watch"), ("",), ("pods",)),
+            rule(("list", "watch"), ("apps",), ("statefulsets",)),
+            rule(("update",), ("apps",), ("statefulsets/status", "statefulsets/finalizers")),
+            rule(("create", "delete", "get", "patch", "update"), ("",), ("pods",)),
+            rule(("create", "delete", "get", "list", "patch", "update", "watch"), ("apps",),
+                 ("controllerrevisions",)),
+            rule(("create", "get"), ("",), ("persistentvolumeclaims",)),
+            # the retention policy (StatefulSetAutoDeletePVC) re-owns and deletes claims
+            rule(("delete", "update"), ("",), ("persistentvolumeclaims",)), events()]),
         "job": ("job-controller", [
             rule(("get", "list", "patch", "update", "watch"), ("batch",), ("jobs",)),
             rule(("update",), ("batch",), ("jobs/status", "jobs/finalizers")),
@@ -330,6 +340,22 @@ def controller_roles() -> dict[str, tuple[str, list[Obj]]]:
             rule(("update",), ("policy",), ("poddisruptionbudgets/status",)),
             rule(("get",), ("*",), ("*/scale",)),
             rule(("patch", "update"), ("",), ("pods/status",)), events()]),
+        # issue 21's storage (minik patches where Kubernetes updates: patch is added)
+        "persistentvolume-binder": ("persistent-volume-binder", [
+            rule(("create", "delete", "get", "list", "patch", "update", "watch"), ("",), ("persistentvolumes",)),
+            rule(("patch", "update"), ("",), ("persistentvolumes/status", "persistentvolumeclaims/status")),
+            rule(("get", "list", "patch", "update", "watch"), ("",), ("persistentvolumeclaims",)),
+            rule(("list", "watch"), ("",), ("nodes",)),
+            rule(("list", "watch"), ("storage.k8s.io",), ("storageclasses",)), events()]),
+        "pvc-protection": ("pvc-protection-controller", [
+            rule(("get", "list", "patch", "update", "watch"), ("",), ("persistentvolumeclaims",)),
+            rule(("get", "list", "watch"), ("",), ("pods",)), events()]),
+        "pv-protection": ("pv-protection-controller", [
+            rule(("get", "list", "patch", "update", "watch"), ("",), ("persistentvolumes",)), events()]),
+        "local-path-provisioner": ("local-path-provisioner", [
+            rule(("create", "delete", "get", "list", "watch"), ("",), ("persistentvolumes",)),
+            rule(("get", "list", "watch"), ("",), ("persistentvolumeclaims", "nodes")),
+            rule(READ, ("storage.k8s.io",), ("storageclasses",)), events()]),
     }
 
 
