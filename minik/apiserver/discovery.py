@@ -28,6 +28,7 @@ _SUBRESOURCES: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
     "eviction": ("policy", "v1", "Eviction", ("create",)),
     "log": ("", "", "", ("get",)),
     "exec": ("", "", "PodExecOptions", ("create", "get")),
+    "attach": ("", "", "PodAttachOptions", ("create", "get")),
     "finalize": ("", "", "", ("update",)),
     "token": ("authentication.k8s.io", "v1", "TokenRequest", ("create",)),
     "approval": ("", "", "", ("get", "patch", "update")),
@@ -35,7 +36,8 @@ _SUBRESOURCES: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
 
 #: the subresources the server answers today; discovery advertises only these (kubectl trusts discovery: a listed
 #: pods/eviction makes `kubectl drain` evict instead of delete). Add a name here when its handler lands.
-SERVED_SUBRESOURCES = ("status", "binding", "finalize", "scale", "eviction", "log", "exec", "token", "approval")
+SERVED_SUBRESOURCES = ("status", "binding", "finalize", "scale", "eviction", "log", "exec", "token", "approval",
+                       "attach")
 
 
 def served_subresources(resource: ResourceType) -> tuple[str, ...]:

@@ -426,7 +426,7 @@ class ApiServer:
                        "binding": {"get": self._get, "watch": self._watch, "create": self._bind},
                        "eviction": {"get": self._get, "watch": self._watch, "create": self._evict},
                        "scale": {"get": self._get_scale, "update": self._update_scale, "patch": self._patch_scale},
-                       "log": proxied, "exec": proxied})
+                       "log": proxied, "exec": proxied, "attach": proxied})
         return routes
 
     # -- reads -----------------------------------------------------------------------------------------------

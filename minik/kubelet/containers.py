@@ -287,7 +287,7 @@ class ContainerConfigs:
             working_dir=container.get("workingDir"), env=env,
             mounts=await self.mounts(pod, container, sandbox.ip), ports=list(container.get("ports") or []),
             resources=container.get("resources") or {}, tty=bool(container.get("tty")),
-            stdin=bool(container.get("stdin")), init=init)
+            stdin=bool(container.get("stdin")), init=init, stdin_once=bool(container.get("stdinOnce")))
 
     async def keep_tokens(self, pod: Obj) -> None:
         """Keep the pod's projected tokens renewed while it runs, and stop once it has finished. Writing a token

@@ -54,6 +54,8 @@ class ContainerConfig:
     tty: bool = False
     stdin: bool = False
     init: bool = False
+    stdin_once: bool = False
+    """stdin closes when the first attached client lets go of it (the container's stdinOnce)"""
 
 
 @dataclass
@@ -173,6 +175,11 @@ class Runtime(Protocol):
     async def exec(self, container_id: str, command: list[str], *, stdin: bool = False,
                    tty: bool = False) -> ExecSession:
         """Start ``command`` in a running container; RuntimeFailure when it cannot start."""
+
+    async def attach(self, container_id: str, *, stdin: bool = False, tty: bool = False) -> ExecSession:
+        """Attach to the streams of a running container's main process (`kubectl attach`): its output from now
+        on, and its stdin when it was started with one. Closing the session detaches; the process runs on (unless
+        its stdin was stdinOnce: then it reads EOF). RuntimeFailure when the runtime cannot attach."""
 
     def logs(self, container_id: str, *, follow: bool = False, tail_lines: int | None = None,
              since_seconds: int | None = None, timestamps: bool = False) -> AsyncIterator[bytes]:

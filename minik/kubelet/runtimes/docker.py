@@ -30,7 +30,7 @@ from minik.kubelet.runtimes.base import (
     RuntimeFailure,
     SandboxInfo,
 )
-from minik.kubelet.runtimes.docker_exec import DockerExec, docker_message
+from minik.kubelet.runtimes.docker_exec import DockerAttach, DockerExec, docker_message
 from minik.kubelet.runtimes.images import PAUSE_IMAGE, build_pause
 
 if TYPE_CHECKING:
@@ -297,8 +297,9 @@ class DockerRuntime:
         if limits.get("cpu"):
             host["NanoCpus"] = int(parse_quantity(str(limits["cpu"])) * 1_000_000_000)
         create: Obj = {"Image": config.image, "Env": [f"{k}={v}" for k, v in config.env.items()],
-                       "Labels": self._labels(pod, config.name, attempt, config.init), "HostConfig": host,
-                       "Tty": config.tty, "OpenStdin": config.stdin, "AttachStdin": False}
+                       "Labels": self._labels(pod, config.name, attempt, config.init),
+                       "HostConfig": host, "Tty": config.tty, "OpenStdin": config.stdin,
+                       "StdinOnce": config.stdin and config.stdin_once, "AttachStdin": False}
         if config.command:
             create["Entrypoint"] = config.command
             create["Cmd"] = config.args
@@ -366,6 +367,10 @@ class DockerRuntime:
     async def exec(self, container_id: str, command: list[str], *, stdin: bool = False,
                    tty: bool = False) -> ExecSession:
         return await DockerExec.start(self._d, container_id, command, stdin=stdin, tty=tty)
+
+    async def attach(self, container_id: str, *, stdin: bool = False, tty: bool = False) -> ExecSession:
+        """`docker attach`: whether the output is a terminal's was decided when the container was created."""
+        return await DockerAttach.start(self._d, container_id, stdin=stdin)
 
     async def logs(self, container_id: str, *, follow: bool = False, tail_lines: int | None = None,
                    since_seconds: int | None = None, timestamps: bool = False) -> AsyncIterator[bytes]:
