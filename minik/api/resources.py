@@ -18,7 +18,7 @@ REGISTRY = Registry([
                  short_names=("no",), subresources=_STATUS),
     ResourceType("", "v1", "Pod", "pods", "pod", True, kinds.PodStrategy(),
                  short_names=("po",), categories=_ALL,
-                 subresources=("status", "binding", "log", "exec", "eviction", "attach")),
+                 subresources=("status", "binding", "log", "exec", "eviction", "attach", "ephemeralcontainers")),
     ResourceType("", "v1", "Service", "services", "service", True, kinds.ServiceStrategy(),
                  short_names=("svc",), categories=_ALL, subresources=_STATUS),
     ResourceType("", "v1", "Endpoints", "endpoints", "endpoints", True, kinds.EndpointsStrategy(),

@@ -29,6 +29,7 @@ _SUBRESOURCES: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
     "log": ("", "", "", ("get",)),
     "exec": ("", "", "PodExecOptions", ("create", "get")),
     "attach": ("", "", "PodAttachOptions", ("create", "get")),
+    "ephemeralcontainers": ("", "", "", ("get", "patch", "update")),
     "finalize": ("", "", "", ("update",)),
     "token": ("authentication.k8s.io", "v1", "TokenRequest", ("create",)),
     "approval": ("", "", "", ("get", "patch", "update")),
@@ -37,7 +38,7 @@ _SUBRESOURCES: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
 #: the subresources the server answers today; discovery advertises only these (kubectl trusts discovery: a listed
 #: pods/eviction makes `kubectl drain` evict instead of delete). Add a name here when its handler lands.
 SERVED_SUBRESOURCES = ("status", "binding", "finalize", "scale", "eviction", "log", "exec", "token", "approval",
-                       "attach")
+                       "attach", "ephemeralcontainers")
 
 
 def served_subresources(resource: ResourceType) -> tuple[str, ...]:

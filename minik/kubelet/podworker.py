@@ -233,8 +233,27 @@ class PodWorkers:
                 delays.append(await self._restart(pod, sandbox, container, latest, state, init=False))
             else:
                 state.waiting.pop(name, None)
+        for container in spec.get("ephemeralContainers") or []:
+            if record.latest(container["name"]) is None:
+                delays.append(await self._start_ephemeral(pod, sandbox, record, container, state))
         pending = [d for d in delays if d is not None]
         return min(pending) if pending else None
+
+    async def _start_ephemeral(self, pod: Obj, sandbox: SandboxInfo, record: PodRecord, container: Obj,
+                               state: PodState) -> float | None:
+        """Start an ephemeral container once (it is never restarted), in its target container's process
+        namespace when it names one; that container must be running."""
+        target = container.get("targetContainerName")
+        target_id = None
+        if target:
+            running = record.latest(str(target))
+            if running is None or running.state != "running":
+                state.waiting[container["name"]] = ("CreateContainerError",
+                                                    f"target container {target} is not running")
+                return self.settings.backoff_initial_seconds
+            target_id = running.id
+        return await self._start(pod, sandbox, container, 0, state, init=False, ephemeral=True,
+                                 pid_namespace_of=target_id)
 
     async def _restart(self, pod: Obj, sandbox: SandboxInfo, container: Obj, latest: ContainerInfo,
                        state: PodState, init: bool) -> float | None:
@@ -254,7 +273,7 @@ class PodWorkers:
         return await self._start(pod, sandbox, container, latest.attempt + 1, state, init)
 
     async def _start(self, pod: Obj, sandbox: SandboxInfo, container: Obj, attempt: int, state: PodState,
-                     init: bool) -> float | None:
+                     init: bool, ephemeral: bool = False, pid_namespace_of: str | None = None) -> float | None:
         name, image = container["name"], container.get("image", "")
         now = time.monotonic()
         wait = state.image_backoff.remaining(name, now)
@@ -284,6 +303,7 @@ class PodWorkers:
                 config = await self.build_config.build(pod, container, sandbox, init)
             else:
                 config = simple_config(pod, container, sandbox, init)
+            config.ephemeral, config.pid_namespace_of = ephemeral, pid_namespace_of
             await self.runtime.start_container(pod, sandbox, config, attempt)
         except RuntimeFailure as exc:
             state.waiting[name] = (exc.reason, exc.message)

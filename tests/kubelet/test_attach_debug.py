@@ -1,4 +1,4 @@
-"""`kubectl attach` and `kubectl run -it --rm` with real kubectl 1.32 on real Docker, and
+"""`kubectl attach`, `kubectl run -it --rm` and `kubectl debug --target` with real kubectl 1.32 on real Docker, and
 the official Python client's exec with stdin sent as text frames."""
 
 from __future__ import annotations
@@ -88,6 +88,29 @@ async def test_attach_to_a_pod_that_has_finished_is_refused(node: DockerNode, ku
     result = await kubectl("attach", "done", ok=False)
     assert result.code == 1 and "cannot attach a container in a completed pod; current phase is Succeeded" in \
         result.err
+
+
+async def test_kubectl_debug_target_starts_a_shell_that_sees_the_targets_processes(node: DockerNode,
+                                                                                   kubectl: Kubectl) -> None:
+    await node.client.create("pods", pod_manifest("patient", node=NODE, containers=[
+        busybox("app", "exec sleep 3600"), busybox("side", "exec sleep 7200")]))
+    await wait_for_pod(node.client, "patient", lambda p: phase(p) == "Running", 30)
+    terminal = await Terminal.start(kubectl, "debug", "-it", "patient", "--image=busybox:1.36", "--target=app",
+                                    "--container=debugger")
+    try:
+        await terminal.expect("If you don't see a command prompt, try pressing enter.")
+        terminal.send("ps -o args; echo listed\n")
+        shown = await terminal.expect("listed\r\n", since=await terminal.expect("sleep 3600"))
+        terminal.send("exit\n")
+        await terminal.wait()
+    finally:
+        terminal.close()
+    assert "sleep 7200" not in terminal.output[:shown]  # the target's namespace, not the pod's whole
+    pod = await wait_for_pod(node.client, "patient", lambda p: "terminated" in (
+        (p["status"].get("ephemeralContainerStatuses") or [{}])[0].get("state") or {}), 30)
+    spec = pod["spec"]["ephemeralContainers"][0]
+    assert (spec["name"], spec["targetContainerName"], spec["image"]) == ("debugger", "app", "busybox:1.36")
+    assert pod["status"]["phase"] == "Running"  # the pod goes on without its debugger
 
 
 @pytest.fixture

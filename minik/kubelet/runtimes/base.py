@@ -56,6 +56,10 @@ class ContainerConfig:
     init: bool = False
     stdin_once: bool = False
     """stdin closes when the first attached client lets go of it (the container's stdinOnce)"""
+    pid_namespace_of: str | None = None
+    """The id of a running container whose process namespace this one joins (an ephemeral container's
+    targetContainerName)."""
+    ephemeral: bool = False
 
 
 @dataclass

@@ -46,6 +46,7 @@ NAME = "io.kubernetes.pod.name"
 CONTAINER = "io.kubernetes.container.name"
 ATTEMPT = "minik.io/attempt"
 INIT = "minik.io/init"
+EPHEMERAL = "minik.io/ephemeral"
 NODE = "minik.io/node"
 KUBELET = "minik.io/kubelet"
 SANDBOX = "POD"
@@ -228,11 +229,15 @@ class DockerRuntime:
             self._pause_ready = True
 
     # -- running ----------------------------------------------------------------------------------------------
-    def _labels(self, pod: Obj, container: str, attempt: int, init: bool = False) -> dict[str, str]:
+    def _labels(self, pod: Obj, container: str, attempt: int, init: bool = False,
+                ephemeral: bool = False) -> dict[str, str]:
         meta = pod["metadata"]
-        return {UID: meta["uid"], NAMESPACE: meta.get("namespace", ""), NAME: meta["name"], CONTAINER: container,
-                ATTEMPT: str(attempt), INIT: "true" if init else "false",
-                NODE: (pod.get("spec") or {}).get("nodeName", ""), KUBELET: self.kubelet_id}
+        labels = {UID: meta["uid"], NAMESPACE: meta.get("namespace", ""), NAME: meta["name"], CONTAINER: container,
+                  ATTEMPT: str(attempt), INIT: "true" if init else "false",
+                  NODE: (pod.get("spec") or {}).get("nodeName", ""), KUBELET: self.kubelet_id}
+        if ephemeral:
+            labels[EPHEMERAL] = "true"
+        return labels
 
     @staticmethod
     def _container_name(pod: Obj, container: str, attempt: int) -> str:
@@ -296,8 +301,10 @@ class DockerRuntime:
             host["Memory"] = int(parse_quantity(str(limits["memory"])))
         if limits.get("cpu"):
             host["NanoCpus"] = int(parse_quantity(str(limits["cpu"])) * 1_000_000_000)
+        if config.pid_namespace_of:
+            host["PidMode"] = f"container:{config.pid_namespace_of}"
         create: Obj = {"Image": config.image, "Env": [f"{k}={v}" for k, v in config.env.items()],
-                       "Labels": self._labels(pod, config.name, attempt, config.init),
+                       "Labels": self._labels(pod, config.name, attempt, config.init, config.ephemeral),
                        "HostConfig": host, "Tty": config.tty, "OpenStdin": config.stdin,
                        "StdinOnce": config.stdin and config.stdin_once, "AttachStdin": False}
         if config.command:
