@@ -13,7 +13,6 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.stream import stream
 
-from minik.api.errors import StatusError
 from tests.access import admin_kubeconfig
 from tests.e2e.kubectl_helpers import Kubectl, finish
 from tests.kubelet.docker_helpers import NODE, ROOT_CA_ONLY, DockerNode, busybox, docker_cluster
@@ -120,19 +119,27 @@ async def scheduled(tmp_path: Path) -> AsyncIterator[DockerNode]:
         yield node
 
 
-async def test_kubectl_run_it_rm_runs_a_shell_and_deletes_its_pod(scheduled: DockerNode, tmp_path: Path) -> None:
-    kubectl = Kubectl(scheduled.cluster, tmp_path / "kubectl")
-    terminal = await Terminal.start(kubectl, "run", "-it", "--rm", "scratch", "--image=busybox:1.36",
-                                    "--restart=Never", "--", "sh")
+async def _run_shell(kubectl: Kubectl, name: str, last_line: str, *flags: str) -> tuple[int, str]:
+    """`kubectl run -it --rm NAME --image=busybox:1.36 [FLAGS] -- sh`, typed into: kubectl's exit code and output."""
+    terminal = await Terminal.start(kubectl, "run", "-it", "--rm", name, "--image=busybox:1.36", *flags, "--", "sh")
     try:
         await terminal.expect("If you don't see a command prompt, try pressing enter.", 60)
         terminal.send("echo made=$((40+2)) in $(hostname)\n")
-        await terminal.expect("made=42 in scratch")
-        terminal.send("exit\n")
-        assert await terminal.wait(60) == 0
+        await terminal.expect(f"made=42 in {name}")
+        terminal.send(last_line)
+        return await terminal.wait(60), terminal.output
     finally:
         terminal.close()
-    assert 'pod "scratch" deleted' in terminal.output
-    await wait_gone(scheduled.client, "pods", "scratch", timeout=30)
-    with pytest.raises(StatusError):
-        await scheduled.client.get("pods", "scratch", "default")
+
+
+async def test_kubectl_run_it_rm_runs_a_shell_and_deletes_its_pod(scheduled: DockerNode, tmp_path: Path) -> None:
+    kubectl = Kubectl(scheduled.cluster, tmp_path / "kubectl")
+    code, output = await _run_shell(kubectl, "scratch", "exit\n")
+    assert code == 0 and 'pod "scratch" deleted' in output
+    # restartPolicy Always restarted the shell, which (as PID 1) ignores SIGTERM: its pod goes after the grace period
+    pod = await scheduled.client.get("pods", "scratch", "default")
+    assert pod["metadata"]["deletionTimestamp"] and pod["spec"]["restartPolicy"] == "Always"
+    # restartPolicy Never: kubectl waits for the pod to finish and exits with the container's code
+    code, output = await _run_shell(kubectl, "once", "exit 3\n", "--restart=Never")
+    assert code == 3 and 'pod "once" deleted' in output
+    await wait_gone(scheduled.client, "pods", "once", timeout=30)
