@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from minik.testing.namespaces import default_service_account, service_accounts_path
+
 PODS = "/api/v1/namespaces/default/pods"
 STRATEGIC = "application/strategic-merge-patch+json"
 
@@ -126,3 +128,20 @@ async def test_attach_to_a_pod_without_a_node_is_a_bad_request(http) -> None:
     assert status == 400 and body["message"] == "pod web does not have a host assigned"
     status, body = await http.post(f"{PODS}/web/attach?container=nope", None)
     assert status == 400 and body["message"] == "container nope is not valid for pod web"
+
+
+async def test_pod_security_holds_a_debug_container_to_the_namespaces_level(http) -> None:
+    await http.post("/api/v1/namespaces", {"metadata": {"name": "guarded", "labels": {
+        "pod-security.kubernetes.io/enforce": "baseline"}}})
+    await http.post(service_accounts_path("guarded"), default_service_account())  # no controller makes it here
+    pods = "/api/v1/namespaces/guarded/pods"
+    assert (await http.post(pods, pod("web")))[0] == 201
+    root = debugger("root", securityContext={"privileged": True})
+    status, body = await http.patch(f"{pods}/web/ephemeralcontainers", {"spec": {"ephemeralContainers": [root]}},
+                                    STRATEGIC)
+    assert status == 403 and body["reason"] == "Forbidden"
+    assert body["message"] == ('pods "web" is forbidden: violates PodSecurity "baseline:latest": privileged '
+                               '(container "root" must not set securityContext.privileged=true)')
+    status, _ = await http.patch(f"{pods}/web/ephemeralcontainers", {"spec": {"ephemeralContainers": [debugger()]}},
+                                 STRATEGIC)
+    assert status == 200
