@@ -25,11 +25,17 @@ def kubectl(node: DockerNode, tmp_path: Path) -> Kubectl:
     return Kubectl(node.cluster, tmp_path / "kubectl")
 
 
-def _exec_with_str_stdin(config: Path, pod: str) -> str:
-    """What `tr` answers to a str written with the official client's ``write_stdin`` (a text frame)."""
+def _str_stdin_session(config: Path, pod: str, attach: bool) -> str:
+    """What the process answers to a str written with the official client's ``write_stdin`` (a text frame): a
+    command started by exec, or the container's own process through attach."""
     api = k8s.CoreV1Api(k8s_config.new_client_from_config(str(config)))
-    session = stream(api.connect_get_namespaced_pod_exec, pod, "default", command=["sh", "-c", "head -n 1 | tr a-z A-Z"],
-                     stdin=True, stdout=True, stderr=True, tty=False, _preload_content=False)
+    if attach:
+        session = stream(api.connect_get_namespaced_pod_attach, pod, "default", stdin=True, stdout=True,
+                         stderr=True, tty=False, _preload_content=False)
+    else:
+        session = stream(api.connect_get_namespaced_pod_exec, pod, "default",
+                         command=["sh", "-c", "head -n 1 | tr a-z A-Z"], stdin=True, stdout=True, stderr=True,
+                         tty=False, _preload_content=False)
     try:
         session.write_stdin("sent as text\n")
         out = ""
@@ -42,12 +48,13 @@ def _exec_with_str_stdin(config: Path, pod: str) -> str:
         session.close()
 
 
-async def test_python_client_exec_delivers_a_str_written_to_stdin(node: DockerNode, tmp_path: Path) -> None:
-    await node.client.create("pods", pod_manifest("texter", node=NODE,
-                                                  containers=[busybox("app", "exec sleep 3600")]))
+async def test_python_client_exec_and_attach_deliver_a_str_written_to_stdin(node: DockerNode, tmp_path: Path) -> None:
+    await node.client.create("pods", pod_manifest("texter", node=NODE, containers=[
+        busybox("app", "head -n 1 | tr a-z A-Z; exec sleep 3600", stdin=True)]))
     await wait_for_pod(node.client, "texter", lambda p: phase(p) == "Running", 30)
     config = admin_kubeconfig(node.cluster, tmp_path / "kubeconfig")
-    assert await asyncio.to_thread(_exec_with_str_stdin, config, "texter") == "SENT AS TEXT\n"
+    assert await asyncio.to_thread(_str_stdin_session, config, "texter", False) == "SENT AS TEXT\n"
+    assert await asyncio.to_thread(_str_stdin_session, config, "texter", True) == "SENT AS TEXT\n"
 
 
 async def test_kubectl_attach_relays_stdin_to_the_main_process_and_its_output_back(node: DockerNode,
