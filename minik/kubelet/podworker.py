@@ -197,7 +197,6 @@ class PodWorkers:
     async def _converge(self, pod: Obj, record: PodRecord | None, state: PodState) -> float | None:
         uid = pod["metadata"]["uid"]
         spec = pod.get("spec") or {}
-        policy = spec.get("restartPolicy") or "Always"
         sandbox = record.sandbox if record is not None else None
         if record is None or sandbox is None or not sandbox.running:
             state.acted = True
@@ -210,6 +209,18 @@ class PodWorkers:
                 return self.settings.backoff_initial_seconds
             meta = pod["metadata"]
             record = PodRecord(uid, meta.get("namespace", ""), meta["name"], spec.get("nodeName", ""), sandbox)
+        # ephemeral containers first, as Kubernetes starts them: a pod stuck in its init containers can be debugged
+        delays = [await self._start_ephemeral(pod, sandbox, record, container, state)
+                  for container in spec.get("ephemeralContainers") or [] if record.latest(container["name"]) is None]
+        delays.append(await self._converge_workload(pod, sandbox, record, state))
+        pending = [d for d in delays if d is not None]
+        return min(pending) if pending else None
+
+    async def _converge_workload(self, pod: Obj, sandbox: SandboxInfo, record: PodRecord, state: PodState
+                                 ) -> float | None:
+        """The init containers in order, then the app containers, started and restarted as restartPolicy says."""
+        spec = pod.get("spec") or {}
+        policy = spec.get("restartPolicy") or "Always"
         for container in spec.get("initContainers") or []:
             latest = record.latest(container["name"])
             if latest is not None and latest.state == "exited" and latest.exit_code == 0:
@@ -233,9 +244,6 @@ class PodWorkers:
                 delays.append(await self._restart(pod, sandbox, container, latest, state, init=False))
             else:
                 state.waiting.pop(name, None)
-        for container in spec.get("ephemeralContainers") or []:
-            if record.latest(container["name"]) is None:
-                delays.append(await self._start_ephemeral(pod, sandbox, record, container, state))
         pending = [d for d in delays if d is not None]
         return min(pending) if pending else None
 

@@ -119,6 +119,21 @@ async def test_kubectl_debug_target_starts_a_shell_that_sees_the_targets_process
     assert pod["status"]["phase"] == "Running"  # the pod goes on without its debugger
 
 
+async def test_an_ephemeral_container_starts_in_a_pod_stuck_in_its_init_containers(node: DockerNode) -> None:
+    await node.client.create("pods", pod_manifest("stuck", node=NODE, initContainers=[
+        busybox("setup", "exec sleep 3600")], containers=[busybox("app", "exec sleep 3600")]))
+    await wait_for_pod(node.client, "stuck", lambda p: "running" in (
+        (p["status"].get("initContainerStatuses") or [{}])[0].get("state") or {}), 30)
+    debugger = {**busybox("debugger", "echo looking; exec sleep 3600"), "targetContainerName": "setup"}
+    await node.client.patch("pods", "stuck", {"spec": {"ephemeralContainers": [debugger]}}, "default",
+                            subresource="ephemeralcontainers")
+    pod = await wait_for_pod(node.client, "stuck", lambda p: "running" in (
+        (p["status"].get("ephemeralContainerStatuses") or [{}])[0].get("state") or {}), 30)
+    assert pod["status"]["phase"] == "Pending"
+    status = pod["status"]["ephemeralContainerStatuses"][0]
+    assert (status["name"], status["ready"], status["restartCount"]) == ("debugger", False, 0)
+
+
 @pytest.fixture
 async def scheduled(tmp_path: Path) -> AsyncIterator[DockerNode]:
     """A Docker node with the scheduler: `kubectl run` makes pods without a node."""
