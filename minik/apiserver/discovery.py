@@ -30,6 +30,8 @@ _SUBRESOURCES: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
     "exec": ("", "", "PodExecOptions", ("create", "get")),
     "portforward": ("", "", "PodPortForwardOptions", ("create", "get")),
     "proxy": ("", "", "{kind}ProxyOptions", ("create", "delete", "get", "patch", "update")),  # PodProxyOptions
+    "attach": ("", "", "PodAttachOptions", ("create", "get")),
+    "ephemeralcontainers": ("", "", "", ("get", "patch", "update")),
     "finalize": ("", "", "", ("update",)),
     "token": ("authentication.k8s.io", "v1", "TokenRequest", ("create",)),
     "approval": ("", "", "", ("get", "patch", "update")),
@@ -38,7 +40,7 @@ _SUBRESOURCES: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
 #: the subresources the server answers today; discovery advertises only these (kubectl trusts discovery: a listed
 #: pods/eviction makes `kubectl drain` evict instead of delete). Add a name here when its handler lands.
 SERVED_SUBRESOURCES = ("status", "binding", "finalize", "scale", "eviction", "log", "exec", "token", "approval",
-                       "portforward", "proxy")
+                       "portforward", "proxy", "attach", "ephemeralcontainers")
 
 
 def served_subresources(resource: ResourceType) -> tuple[str, ...]:

@@ -402,8 +402,12 @@ class ResourceRest:
         if self.strategy.tracks_generation and subresource is None and \
                 self.strategy.spec_of(new) != self.strategy.spec_of(current):
             meta["generation"] = int(old_meta.get("generation") or 0) + 1
-        causes = self.strategy.validate_status_update(new, current) if subresource in ("status", "approval") else \
-            self.strategy.validate_update(new, current)
+        if subresource in ("status", "approval"):
+            causes = self.strategy.validate_status_update(new, current)
+        elif subresource is not None:
+            causes = self.strategy.validate_subresource_update(subresource, new, current)
+        else:
+            causes = self.strategy.validate_update(new, current)
         if causes:
             raise self._invalid(name, causes)
         try:

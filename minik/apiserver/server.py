@@ -443,7 +443,10 @@ class ApiServer:
                        "binding": {"get": self._get, "watch": self._watch, "create": self._bind},
                        "eviction": {"get": self._get, "watch": self._watch, "create": self._evict},
                        "scale": {"get": self._get_scale, "update": self._update_scale, "patch": self._patch_scale},
-                       "log": proxied, "exec": proxied, "portforward": forwarded, "proxy": http_proxied})
+                       "log": proxied, "exec": proxied, "portforward": forwarded, "proxy": http_proxied,
+                       "attach": proxied,
+                       # a Pod whose spec.ephemeralContainers alone may change (minik.api.kinds.ephemeral)
+                       "ephemeralcontainers": {"get": self._get, "update": self._update, "patch": self._patch}})
         return routes
 
     # -- reads -----------------------------------------------------------------------------------------------

@@ -356,8 +356,8 @@ class ContainerConfigs:
             working_dir=container.get("workingDir"), env=env,
             mounts=mounts, ports=list(container.get("ports") or []),
             resources=container.get("resources") or {}, tty=bool(container.get("tty")),
-            stdin=bool(container.get("stdin")), init=init, security=effective(pod, container),
-            termination_message_file=message_file,
+            stdin=bool(container.get("stdin")), init=init, stdin_once=bool(container.get("stdinOnce")),
+            security=effective(pod, container), termination_message_file=message_file,
             termination_message_policy=str(container.get("terminationMessagePolicy") or "File"))
 
     async def keep_tokens(self, pod: Obj) -> None:

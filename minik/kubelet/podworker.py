@@ -217,7 +217,6 @@ class PodWorkers:
     async def _converge(self, pod: Obj, record: PodRecord | None, state: PodState) -> float | None:
         uid = pod["metadata"]["uid"]
         spec = pod.get("spec") or {}
-        policy = spec.get("restartPolicy") or "Always"
         sandbox = record.sandbox if record is not None else None
         if record is not None and pod_phase(pod, record) in TERMINAL_PHASES:
             return None  # its app containers completed: nothing starts again (its sidecars neither)
@@ -232,6 +231,18 @@ class PodWorkers:
                 return self.settings.backoff_initial_seconds
             meta = pod["metadata"]
             record = PodRecord(uid, meta.get("namespace", ""), meta["name"], spec.get("nodeName", ""), sandbox)
+        # ephemeral containers first, as Kubernetes starts them: a pod stuck in its init containers can be debugged
+        delays = [await self._start_ephemeral(pod, sandbox, record, container, state)
+                  for container in spec.get("ephemeralContainers") or [] if record.latest(container["name"]) is None]
+        delays.append(await self._converge_workload(pod, sandbox, record, state))
+        pending = [d for d in delays if d is not None]
+        return min(pending) if pending else None
+
+    async def _converge_workload(self, pod: Obj, sandbox: SandboxInfo, record: PodRecord, state: PodState
+                                 ) -> float | None:
+        """The init containers in order, then the app containers, started and restarted as restartPolicy says."""
+        spec = pod.get("spec") or {}
+        policy = spec.get("restartPolicy") or "Always"
         apps_began = any(record.latest(c["name"]) is not None for c in spec.get("containers") or [])
         sidecar_delays: list[float | None] = []
         for container in spec.get("initContainers") or []:
@@ -287,6 +298,22 @@ class PodWorkers:
             return None
         return None if self.prober.started(pod["metadata"]["uid"], name, latest.id) else _Wait(None)
 
+    async def _start_ephemeral(self, pod: Obj, sandbox: SandboxInfo, record: PodRecord, container: Obj,
+                               state: PodState) -> float | None:
+        """Start an ephemeral container once (it is never restarted), in its target container's process
+        namespace when it names one; that container must be running."""
+        target = container.get("targetContainerName")
+        target_id = None
+        if target:
+            running = record.latest(str(target))
+            if running is None or running.state != "running":
+                state.waiting[container["name"]] = ("CreateContainerError",
+                                                    f"target container {target} is not running")
+                return self.settings.backoff_initial_seconds
+            target_id = running.id
+        return await self._start(pod, sandbox, container, 0, state, init=False, ephemeral=True,
+                                 pid_namespace_of=target_id)
+
     async def _restart(self, pod: Obj, sandbox: SandboxInfo, container: Obj, latest: ContainerInfo,
                        state: PodState, init: bool) -> float | None:
         """Restart an exited container unless it is in back-off (Kubernetes: the first restart is at once, then
@@ -305,7 +332,7 @@ class PodWorkers:
         return await self._start(pod, sandbox, container, latest.attempt + 1, state, init)
 
     async def _start(self, pod: Obj, sandbox: SandboxInfo, container: Obj, attempt: int, state: PodState,
-                     init: bool) -> float | None:
+                     init: bool, ephemeral: bool = False, pid_namespace_of: str | None = None) -> float | None:
         name, image = container["name"], container.get("image", "")
         now = time.monotonic()
         wait = state.image_backoff.remaining(name, now)
@@ -335,6 +362,7 @@ class PodWorkers:
                 config = await self.build_config.build(pod, container, sandbox, init)
             else:
                 config = simple_config(pod, container, sandbox, init)
+            config.ephemeral, config.pid_namespace_of = ephemeral, pid_namespace_of
             refused = self.runtime.unsupported(config.security)
             if refused:
                 raise refusal(self.runtime.name, refused)

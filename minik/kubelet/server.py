@@ -7,6 +7,8 @@
 - ``GET /portForward/NAMESPACE/POD[?port=...]``: a WebSocket (``minik.api.portforward``'s protocols) relayed to
   TCP connections to the pod's IP (``minik.kubelet.portforward``); a simulated runtime's pods have no network, and
   say so;
+- ``GET /attach/NAMESPACE/POD/CONTAINER?stdin&stdout&stderr&tty``: the same protocol, relayed to the running
+  container's main process (its stdin when the container has one; a terminal when the container has one);
 - ``GET /healthz``.
 
 The node's mirror pods (minik's in-process components, ``minik.kubelet.mirror``) have no container: their log is
@@ -32,7 +34,7 @@ from minik.api import portforward as pf
 from minik.api import remotecommand as rc
 from minik.api.errors import StatusError, bad_request, not_found
 from minik.api.params import non_negative_int
-from minik.api.podcontainers import resolve_container, waiting_reason
+from minik.api.podcontainers import container_spec, resolve_container, waiting_reason
 from minik.controlplane import StaticPod
 from minik.kubelet.portforward import ChannelSession, MultiplexSession
 from minik.kubelet.runtimes.base import ContainerInfo, ExecSession, PodRecord, Runtime, RuntimeFailure
@@ -72,6 +74,7 @@ class KubeletServer:
         app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._logs)
         app.router.add_route("*", "/exec/{namespace}/{pod}/{container}", self._exec)
         app.router.add_route("*", "/portForward/{namespace}/{pod}", self._port_forward)
+        app.router.add_route("*", "/attach/{namespace}/{pod}/{container}", self._attach)
         return app
 
     async def start(self, host: str = "0.0.0.0", port: int = DEFAULT_PORT) -> int:
@@ -180,18 +183,20 @@ class KubeletServer:
                 await close()
         return response
 
-    # -- exec -------------------------------------------------------------------------------------------------
-    async def _exec(self, request: web.Request) -> web.StreamResponse:
-        pod, container, record = await self._target(request)
+    # -- exec and attach --------------------------------------------------------------------------------------
+    def _running(self, pod: Obj, container: str, record: PodRecord | None) -> ContainerInfo:
         if self.static_pod(pod) is not None:
             raise bad_request(f"container {container} of pod {pod['metadata']['name']} is part of minik's own "
                               "process: there is nothing to run a command in")
         info = record.latest(container) if record is not None else None
         if info is None or info.state != "running":
             raise bad_request(f"container {container} is not running in pod {pod['metadata']['name']}")
-        command = request.query.getall("command", [])
-        if not command:
-            raise bad_request("you must specify at least 1 command")
+        return info
+
+    @staticmethod
+    async def _upgrade(request: web.Request) -> web.WebSocketResponse:
+        """The WebSocket of a stream request, once upgraded; closed already when the caller's subprotocol is not
+        served (it has been told so)."""
         socket = web.WebSocketResponse(protocols=rc.PROTOCOLS, heartbeat=None, autoping=True)
         if not socket.can_prepare(request).ok:
             raise bad_request("Upgrade request required")
@@ -199,11 +204,19 @@ class KubeletServer:
         if socket.ws_protocol not in rc.PROTOCOLS:
             await socket.send_bytes(rc.encode_status(rc.failure(f"unsupported subprotocol; use {rc.V5}")))
             await socket.close()
+        return socket
+
+    async def _exec(self, request: web.Request) -> web.StreamResponse:
+        pod, container, record = await self._target(request)
+        info = self._running(pod, container, record)
+        command = request.query.getall("command", [])
+        if not command:
+            raise bad_request("you must specify at least 1 command")
+        socket = await self._upgrade(request)
+        if socket.closed:
             return socket
         tty = _flag(request, "tty")
         stdin = _flag(request, "stdin")
-        wanted = {channel for channel, asked in ((rc.STDOUT, _flag(request, "stdout") or tty),
-                                                 (rc.STDERR, _flag(request, "stderr") and not tty)) if asked}
         try:
             session = await self.runtime.exec(info.id, command, stdin=stdin, tty=tty)
         except RuntimeFailure as exc:
@@ -212,13 +225,43 @@ class KubeletServer:
             return socket
         log.info("exec", pod=f"{pod['metadata']['namespace']}/{pod['metadata']['name']}", container=container,
                  command=command, tty=tty, stdin=stdin)
-        reader = start_task(self._from_client(socket, session), "exec stdin")
+        return await self._relay(request, socket, session, tty, command)
+
+    async def _attach(self, request: web.Request) -> web.StreamResponse:
+        pod, container, record = await self._target(request)
+        info = self._running(pod, container, record)
+        spec = container_spec(pod, container) or {}
+        socket = await self._upgrade(request)
+        if socket.closed:
+            return socket
+        # whether the process has a terminal and a stdin was decided when the container started (its spec)
+        tty = _flag(request, "tty") and bool(spec.get("tty"))
+        stdin = _flag(request, "stdin") and bool(spec.get("stdin"))
+        try:
+            session = await self.runtime.attach(info.id, stdin=stdin, tty=tty)
+        except RuntimeFailure as exc:
+            await socket.send_bytes(rc.encode_status(rc.failure(exc.message)))
+            await socket.close()
+            return socket
+        log.info("attach", pod=f"{pod['metadata']['namespace']}/{pod['metadata']['name']}", container=container,
+                 tty=tty, stdin=stdin)
+        return await self._relay(request, socket, session, tty, None)
+
+    async def _relay(self, request: web.Request, socket: web.WebSocketResponse, session: ExecSession, tty: bool,
+                     command: list[str] | None) -> web.WebSocketResponse:
+        """Relay the session's output to the caller and the caller's stdin to the session until the output ends;
+        then the final Status: the command's exit code (exec), or success once the attached process ended."""
+        wanted = {channel for channel, asked in ((rc.STDOUT, _flag(request, "stdout") or tty),
+                                                 (rc.STDERR, _flag(request, "stderr") and not tty)) if asked}
+        reader = start_task(self._from_client(socket, session), "stream stdin")
         try:
             while (piece := await session.read()) is not None:
                 if piece[0] in wanted and not socket.closed:
                     await socket.send_bytes(rc.frame(piece[0], piece[1]))
-            code = await session.exit_code()
-            status = rc.success() if not code else rc.exit_failure(command, code)
+            status = rc.success()
+            if command is not None:
+                code = await session.exit_code()
+                status = rc.success() if not code else rc.exit_failure(command, code)
             if not socket.closed:
                 await socket.send_bytes(rc.encode_status(status))
         except ConnectionResetError:
@@ -230,11 +273,15 @@ class KubeletServer:
         return socket
 
     async def _from_client(self, socket: web.WebSocketResponse, session: ExecSession) -> None:
-        """stdin, resizes and the close of stdin, from the caller to the command."""
+        """stdin, resizes and the close of stdin, from the caller to the process. Binary messages and text ones
+        alike (the official Python client sends a str as a text message, its first character the channel)."""
         async for message in socket:
-            if message.type != WSMsgType.BINARY:
+            if message.type == WSMsgType.BINARY:
+                channel, payload = rc.parse(message.data)
+            elif message.type == WSMsgType.TEXT and message.data:
+                channel, payload = ord(message.data[0]), message.data[1:].encode("utf-8")
+            else:
                 continue
-            channel, payload = rc.parse(message.data)
             if channel == rc.STDIN:
                 await session.write(payload)
             elif channel == rc.RESIZE:
@@ -243,7 +290,7 @@ class KubeletServer:
                     await session.resize(*size)
             elif channel == rc.CLOSE and payload[:1] == bytes((rc.STDIN,)):
                 await session.close_stdin()
-        # the caller went away: end the command's streams, which ends the relay of its output
+        # the caller went away: end the command's streams (an attachment detaches), which ends the relay
         await session.close()
 
 

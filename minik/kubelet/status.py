@@ -198,6 +198,12 @@ def pod_status(pod: Obj, record: PodRecord | None, view: WorkerView, now: float 
     if inits:
         status["initContainerStatuses"] = inits
     status["containerStatuses"] = apps
+    ephemerals = [container_status(c, record, view, "ContainerCreating") for c in spec.get("ephemeralContainers")
+                  or []]
+    if ephemerals:
+        for item in ephemerals:
+            item["ready"] = False  # no probes: an ephemeral container is never part of the pod's readiness
+        status["ephemeralContainerStatuses"] = ephemerals
     for key in ("qosClass", "nominatedNodeName"):
         if old.get(key):
             status[key] = old[key]

@@ -51,7 +51,8 @@ def test_the_all_category_holds_what_kubectl_get_all_lists() -> None:
 
 
 def test_subresources_are_those_kubernetes_serves() -> None:
-    assert resource("pods").subresources == ("status", "binding", "log", "exec", "eviction", "portforward", "proxy")
+    assert resource("pods").subresources == ("status", "binding", "log", "exec", "eviction", "portforward", "proxy",
+                                             "attach", "ephemeralcontainers")
     for plural in ("deployments", "replicasets", "statefulsets", "replicationcontrollers"):
         assert set(resource(plural).subresources) == {"status", "scale"}
     assert resource("services").subresources == ("status", "proxy")

@@ -54,6 +54,12 @@ class ContainerConfig:
     """the host file mounted at the container's terminationMessagePath (empty: none)"""
     termination_message_policy: str = "File"
     """File, or FallbackToLogsOnError: the end of the log when the file is empty and the container failed"""
+    stdin_once: bool = False
+    """stdin closes when the first attached client lets go of it (the container's stdinOnce)"""
+    pid_namespace_of: str | None = None
+    """The id of a running container whose process namespace this one joins (an ephemeral container's
+    targetContainerName)."""
+    ephemeral: bool = False
 
 
 @dataclass
@@ -177,6 +183,11 @@ class Runtime(Protocol):
     async def exec(self, container_id: str, command: list[str], *, stdin: bool = False,
                    tty: bool = False) -> ExecSession:
         """Start ``command`` in a running container; RuntimeFailure when it cannot start."""
+
+    async def attach(self, container_id: str, *, stdin: bool = False, tty: bool = False) -> ExecSession:
+        """Attach to the streams of a running container's main process (`kubectl attach`): its output from now
+        on, and its stdin when it was started with one. Closing the session detaches; the process runs on (unless
+        its stdin was stdinOnce: then it reads EOF). RuntimeFailure when the runtime cannot attach."""
 
     def logs(self, container_id: str, *, follow: bool = False, tail_lines: int | None = None,
              since_seconds: int | None = None, timestamps: bool = False) -> AsyncIterator[bytes]:

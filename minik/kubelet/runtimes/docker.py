@@ -32,7 +32,7 @@ from minik.kubelet.runtimes.base import (
     RuntimeFailure,
     SandboxInfo,
 )
-from minik.kubelet.runtimes.docker_exec import DockerExec, docker_message
+from minik.kubelet.runtimes.docker_exec import DockerAttach, DockerExec, docker_message
 from minik.kubelet.runtimes.docker_security import docker_security, sandbox_sysctls, unsupported
 from minik.kubelet.runtimes.images import PAUSE_IMAGE, build_pause
 from minik.kubelet.runtimes.security import SecurityConfig, verify_run_as_non_root
@@ -51,6 +51,7 @@ NAME = "io.kubernetes.pod.name"
 CONTAINER = "io.kubernetes.container.name"
 ATTEMPT = "minik.io/attempt"
 INIT = "minik.io/init"
+EPHEMERAL = "minik.io/ephemeral"
 NODE = "minik.io/node"
 KUBELET = "minik.io/kubelet"
 MESSAGE_FILE = "minik.io/termination-message-file"
@@ -254,11 +255,15 @@ class DockerRuntime:
             self._pause_ready = True
 
     # -- running ----------------------------------------------------------------------------------------------
-    def _labels(self, pod: Obj, container: str, attempt: int, init: bool = False) -> dict[str, str]:
+    def _labels(self, pod: Obj, container: str, attempt: int, init: bool = False,
+                ephemeral: bool = False) -> dict[str, str]:
         meta = pod["metadata"]
-        return {UID: meta["uid"], NAMESPACE: meta.get("namespace", ""), NAME: meta["name"], CONTAINER: container,
-                ATTEMPT: str(attempt), INIT: "true" if init else "false",
-                NODE: (pod.get("spec") or {}).get("nodeName", ""), KUBELET: self.kubelet_id}
+        labels = {UID: meta["uid"], NAMESPACE: meta.get("namespace", ""), NAME: meta["name"], CONTAINER: container,
+                  ATTEMPT: str(attempt), INIT: "true" if init else "false",
+                  NODE: (pod.get("spec") or {}).get("nodeName", ""), KUBELET: self.kubelet_id}
+        if ephemeral:
+            labels[EPHEMERAL] = "true"
+        return labels
 
     @staticmethod
     def _container_name(pod: Obj, container: str, attempt: int) -> str:
@@ -326,13 +331,15 @@ class DockerRuntime:
             host["Memory"] = int(parse_quantity(str(limits["memory"])))
         if limits.get("cpu"):
             host["NanoCpus"] = int(parse_quantity(str(limits["cpu"])) * 1_000_000_000)
-        labels = self._labels(pod, config.name, attempt, config.init)
+        if config.pid_namespace_of:
+            host["PidMode"] = f"container:{config.pid_namespace_of}"
+        labels = self._labels(pod, config.name, attempt, config.init, config.ephemeral)
         if config.termination_message_file:
             labels[MESSAGE_FILE] = config.termination_message_file
             labels[MESSAGE_POLICY] = config.termination_message_policy
         create: Obj = {"Image": config.image, "Env": [f"{k}={v}" for k, v in config.env.items()],
-                       "Labels": labels, "HostConfig": host,
-                       "Tty": config.tty, "OpenStdin": config.stdin, "AttachStdin": False}
+                       "Labels": labels, "HostConfig": host, "Tty": config.tty, "OpenStdin": config.stdin,
+                       "StdinOnce": config.stdin and config.stdin_once, "AttachStdin": False}
         user, options = docker_security(config.security, await self._image_user(pod, config), self.seccomp_dir)
         host.update(options)
         if user:
@@ -418,6 +425,10 @@ class DockerRuntime:
     async def exec(self, container_id: str, command: list[str], *, stdin: bool = False,
                    tty: bool = False) -> ExecSession:
         return await DockerExec.start(self._d, container_id, command, stdin=stdin, tty=tty)
+
+    async def attach(self, container_id: str, *, stdin: bool = False, tty: bool = False) -> ExecSession:
+        """`docker attach`: whether the output is a terminal's was decided when the container was created."""
+        return await DockerAttach.start(self._d, container_id, stdin=stdin)
 
     async def logs(self, container_id: str, *, follow: bool = False, tail_lines: int | None = None,
                    since_seconds: int | None = None, timestamps: bool = False) -> AsyncIterator[bytes]:

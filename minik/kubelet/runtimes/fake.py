@@ -189,6 +189,12 @@ class FakeRuntime:
             raise RuntimeFailure("ExecError", f"container {container_id} is not running")
         return _FakeExec()
 
+    async def attach(self, container_id: str, *, stdin: bool = False, tty: bool = False) -> ExecSession:
+        found = self._find(container_id)
+        if found is None or found[1].state != "running":
+            raise RuntimeFailure("AttachError", f"container {container_id} is not running")
+        return _FakeExec()
+
     async def logs(self, container_id: str, *, follow: bool = False, tail_lines: int | None = None,
                    since_seconds: int | None = None, timestamps: bool = False) -> AsyncIterator[bytes]:
         if self._find(container_id) is None:

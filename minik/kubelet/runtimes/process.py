@@ -182,6 +182,11 @@ class ProcessRuntime:
         env, cwd, options = self._contexts[container_id]
         return await ProcessExec.start(command, env, cwd, stdin=stdin, tty=tty, options=options)
 
+    async def attach(self, container_id: str, *, stdin: bool = False, tty: bool = False) -> ExecSession:
+        """A process's streams go to its log file, not to a terminal anyone could attach to."""
+        raise RuntimeFailure("AttachError", "the process runtime cannot attach to a container: its output goes to "
+                                            "its log (kubectl logs -f)")
+
     async def logs(self, container_id: str, *, follow: bool = False, tail_lines: int | None = None,
                    since_seconds: int | None = None, timestamps: bool = False) -> AsyncIterator[bytes]:
         path = self._log_paths.get(container_id)
