@@ -18,9 +18,10 @@ REGISTRY = Registry([
                  short_names=("no",), subresources=_STATUS),
     ResourceType("", "v1", "Pod", "pods", "pod", True, kinds.PodStrategy(),
                  short_names=("po",), categories=_ALL,
-                 subresources=("status", "binding", "log", "exec", "eviction")),
+                 subresources=("status", "binding", "log", "exec", "eviction", "portforward", "proxy", "attach",
+                               "ephemeralcontainers")),
     ResourceType("", "v1", "Service", "services", "service", True, kinds.ServiceStrategy(),
-                 short_names=("svc",), categories=_ALL, subresources=_STATUS),
+                 short_names=("svc",), categories=_ALL, subresources=("status", "proxy")),
     ResourceType("", "v1", "Endpoints", "endpoints", "endpoints", True, kinds.EndpointsStrategy(),
                  short_names=("ep",)),
     ResourceType("", "v1", "Event", "events", "event", True, kinds.EventStrategy(),
@@ -108,6 +109,12 @@ REGISTRY = Registry([
     ResourceType("certificates.k8s.io", "v1", "CertificateSigningRequest", "certificatesigningrequests",
                  "certificatesigningrequest", False, kinds.CertificateSigningRequestStrategy(), short_names=("csr",),
                  subresources=("status", "approval")),
+    # policy/v1: disruption budgets (status kept by minik.controllers.disruption, spent by pods/eviction)
+    ResourceType("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", "poddisruptionbudget", True,
+                 kinds.PodDisruptionBudgetStrategy(), short_names=("pdb",), subresources=_STATUS),
+    # apps/v1 ControllerRevision: the StatefulSet controller's history (minik.controllers.statefulset)
+    ResourceType("apps", "v1", "ControllerRevision", "controllerrevisions", "controllerrevision", True,
+                 kinds.ControllerRevisionStrategy()),
     # issue 21's storage: core/v1 volumes and claims, storage.k8s.io/v1 classes (bound by minik.controllers.volume*)
     ResourceType("", "v1", "PersistentVolume", "persistentvolumes", "persistentvolume", False,
                  kinds.PersistentVolumeStrategy(), short_names=("pv",), subresources=_STATUS),

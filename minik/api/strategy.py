@@ -90,6 +90,11 @@ class Strategy:
         return validation.validate_object_meta_update(obj.get("metadata"), old.get("metadata")) + \
             self.validate(obj)
 
+    def validate_subresource_update(self, subresource: str, obj: Obj, old: Obj) -> list[Cause]:
+        """Validate a write to a subresource other than status (after prepare_for_subresource_update): by default
+        as any update."""
+        return self.validate_update(obj, old)
+
     def validate_status_update(self, obj: Obj, old: Obj) -> list[Cause]:
         """Validate a write to the status subresource (after prepare_for_status_update, so everything but status
         and some metadata is the old object's). By default as any update; kinds whose status is written often

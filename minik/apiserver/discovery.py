@@ -28,6 +28,10 @@ _SUBRESOURCES: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
     "eviction": ("policy", "v1", "Eviction", ("create",)),
     "log": ("", "", "", ("get",)),
     "exec": ("", "", "PodExecOptions", ("create", "get")),
+    "portforward": ("", "", "PodPortForwardOptions", ("create", "get")),
+    "proxy": ("", "", "{kind}ProxyOptions", ("create", "delete", "get", "patch", "update")),  # PodProxyOptions
+    "attach": ("", "", "PodAttachOptions", ("create", "get")),
+    "ephemeralcontainers": ("", "", "", ("get", "patch", "update")),
     "finalize": ("", "", "", ("update",)),
     "token": ("authentication.k8s.io", "v1", "TokenRequest", ("create",)),
     "approval": ("", "", "", ("get", "patch", "update")),
@@ -35,7 +39,8 @@ _SUBRESOURCES: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
 
 #: the subresources the server answers today; discovery advertises only these (kubectl trusts discovery: a listed
 #: pods/eviction makes `kubectl drain` evict instead of delete). Add a name here when its handler lands.
-SERVED_SUBRESOURCES = ("status", "binding", "finalize", "scale", "eviction", "log", "exec", "token", "approval")
+SERVED_SUBRESOURCES = ("status", "binding", "finalize", "scale", "eviction", "log", "exec", "token", "approval",
+                       "portforward", "proxy", "attach", "ephemeralcontainers")
 
 
 def served_subresources(resource: ResourceType) -> tuple[str, ...]:
@@ -86,7 +91,7 @@ def resource_list(registry: Registry, group: str, version: str) -> dict[str, Any
         for sub in served_subresources(t):
             sub_group, sub_version, sub_kind, verbs = _SUBRESOURCES.get(sub, ("", "", "", ("get",)))
             item: dict[str, Any] = {"name": f"{t.plural}/{sub}", "singularName": "", "namespaced": t.namespaced,
-                                    "kind": sub_kind or t.kind, "verbs": list(verbs)}
+                                    "kind": (sub_kind or t.kind).format(kind=t.kind), "verbs": list(verbs)}
             if sub_group:
                 item["group"], item["version"] = sub_group, sub_version
             resources.append(item)
@@ -153,7 +158,7 @@ def _aggregated_resource(t: ResourceType) -> dict[str, Any]:
         sub_group, sub_version, sub_kind, verbs = _SUBRESOURCES.get(sub, ("", "", "", ("get",)))
         subresources.append({"subresource": sub,
                              "responseKind": _kind(sub_group or t.group, sub_version or t.version,
-                                                   sub_kind or t.kind),
+                                                   (sub_kind or t.kind).format(kind=t.kind)),
                              "verbs": list(verbs)})
     if subresources:
         entry["subresources"] = subresources

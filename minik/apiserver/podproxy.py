@@ -1,8 +1,8 @@
-"""pods/log and pods/exec: the API server finds the pod's node and relays the request to that node's kubelet
-(its InternalIP and status.daemonEndpoints.kubeletEndpoint.Port), as kube-apiserver does.
+"""pods/log, pods/exec and pods/attach: the API server finds the pod's node and relays the request to that
+node's kubelet (its InternalIP and status.daemonEndpoints.kubeletEndpoint.Port), as kube-apiserver does.
 
-Logs come back as a text/plain stream through the transport-free pipeline (``ApiResponse.stream``). Exec is a
-WebSocket: the pipeline authenticates, authorizes and checks the request, then hands the HTTP transport an
+Logs come back as a text/plain stream through the transport-free pipeline (``ApiResponse.stream``). Exec and
+attach are WebSockets: the pipeline authenticates, authorizes and checks the request, then hands the HTTP transport an
 ``upgrade`` that connects to the kubelet with the client's subprotocols (v5.channel.k8s.io...) and relays the
 messages both ways until either side closes.
 """
@@ -112,7 +112,7 @@ class PodProxy:
                 raise method_not_allowed(f"the server does not allow this method on the requested resource "
                                          f"({request.method})")
             return await self._logs(pod, request)
-        return self._exec(pod, request)
+        return self._stream(pod, request, info.subresource or "exec")
 
     def _kubelet(self, pod: Obj) -> KubeletTarget:
         node_name = bound_node(pod)
@@ -124,6 +124,9 @@ class PodProxy:
         host = addresses.get("InternalIP") or addresses.get("Hostname") or node_name
         port = ((status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}).get("Port") or KUBELET_PORT
         return KubeletTarget(f"https://{f'[{host}]' if ':' in host else host}:{port}", self.tls(), node_name)
+
+    #: the kubelet of the pod's node (pods/portforward's relay, ``minik.apiserver.portforward``)
+    kubelet = _kubelet
 
     @staticmethod
     def _path(kind: str, pod: Obj, container: str) -> str:
@@ -149,23 +152,26 @@ class PodProxy:
             raise _kubelet_error(response.status, body)
         return ApiResponse(200, content_type="text/plain", stream=_relay_body(response, session))
 
-    # -- exec -------------------------------------------------------------------------------------------------
-    def _exec(self, pod: Obj, request: ApiRequest) -> ApiResponse:
+    # -- exec and attach --------------------------------------------------------------------------------------
+    def _stream(self, pod: Obj, request: ApiRequest, kind: str) -> ApiResponse:
+        """``kind``: exec (a command started in the container) or attach (the container's own process)."""
         phase = (pod.get("status") or {}).get("phase")
         if phase in ("Succeeded", "Failed"):
-            raise bad_request(f"cannot exec into a container in a completed pod; current phase is {phase}")
+            action = "exec into" if kind == "exec" else "attach"
+            raise bad_request(f"cannot {action} a container in a completed pod; current phase is {phase}")
         container = resolve_container(pod, request.query.get("container"))
         if MIRROR_ANNOTATION in ((pod.get("metadata") or {}).get("annotations") or {}):
             raise bad_request(f"container {container} of pod {pod['metadata'].get('name')} is part of minik's own "
                               "process (a mirror pod): there is nothing to run a command in")
-        if not _query_list(request.query, "command"):
+        if kind == "exec" and not _query_list(request.query, "command"):
             raise bad_request("you must specify at least 1 command")
         target = self._kubelet(pod)
         if "websocket" not in request.headers.get("Upgrade", "").lower():
             raise bad_request("Upgrade request required")
-        url = target.base_url + self._path("exec", pod, container)
-        params = [(key, value) for key in ("command", "stdin", "stdout", "stderr", "tty")
-                  for value in _query_list(request.query, key)]
+        url = target.base_url + self._path(kind, pod, container)
+        keys = ("command", "stdin", "stdout", "stderr", "tty") if kind == "exec" else ("stdin", "stdout", "stderr",
+                                                                                      "tty")
+        params = [(key, value) for key in keys for value in _query_list(request.query, key)]
         return ApiResponse(101, upgrade=ExecRelay(url, params, target).serve)
 
 
@@ -200,7 +206,7 @@ async def _relay_body(response: aiohttp.ClientResponse, session: aiohttp.ClientS
 
 
 class ExecRelay:
-    """Joins the client's WebSocket to one opened to the kubelet, message for message."""
+    """Joins the client's WebSocket to one opened to the kubelet, message for message (exec and attach)."""
 
     def __init__(self, url: str, params: list[tuple[str, str]], target: KubeletTarget) -> None:
         self.url = url
@@ -247,3 +253,7 @@ async def _pump(source: web.WebSocketResponse | aiohttp.ClientWebSocketResponse,
         elif message.type == aiohttp.WSMsgType.TEXT:
             await sink.send_str(message.data)
     await sink.close()
+
+
+#: a kubelet's refusal as the API server answers it (pods/portforward's relay too)
+kubelet_error = _kubelet_error

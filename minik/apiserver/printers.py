@@ -806,6 +806,22 @@ def _apiservice_cells(api: Obj, now: float) -> Cells:
     return [meta.get("name", ""), where, available, since(meta.get("creationTimestamp"), now)]
 
 
+def _pdb_columns() -> list[Column]:
+    return [name_col(), col("Min Available", description="The minimum number of pods that must be available."),
+            col("Max Unavailable", description="The maximum number of pods that may be unavailable."),
+            col("Allowed Disruptions", "integer",
+                description="Calculated number of pods that may be disrupted at this time."),
+            age_col()]
+
+
+def _pdb_cells(pdb: Obj, now: float) -> Cells:
+    """printPodDisruptionBudget: each budget as given (N/A when unset), and the disruptions the status allows."""
+    meta, spec = _dict(pdb.get("metadata")), _dict(pdb.get("spec"))
+    budgets = ["N/A" if spec.get(f) is None else str(spec[f]) for f in ("minAvailable", "maxUnavailable")]
+    return [meta.get("name", ""), *budgets, _int(_d(pdb, "status", "disruptionsAllowed")),
+            since(meta.get("creationTimestamp"), now)]
+
+
 def _csr_columns() -> list[Column]:
     spec = "io.k8s.api.certificates.v1.CertificateSigningRequestSpec"
     return [name_col(), age_col(), col("SignerName", description=doc(spec, "signerName")),
@@ -971,6 +987,8 @@ _PRINTERS: dict[str, Printer] = {
     "RuntimeClass": Printer(_runtimeclass_columns, _runtimeclass_cells),
     "APIService": Printer(_apiservice_columns, _apiservice_cells),
     "CertificateSigningRequest": Printer(_csr_columns, _csr_cells),
+    # issue 21's kinds
+    "PodDisruptionBudget": Printer(_pdb_columns, _pdb_cells),
     # issue 21's storage kinds
     "PersistentVolume": Printer(_pv_columns, _pv_cells),
     "PersistentVolumeClaim": Printer(_pvc_columns, _pvc_cells),
@@ -1053,3 +1071,24 @@ def _typed_cell(type_: str, value: Any, now: float) -> Any:
             return None
         return "<invalid>" if parse_time(value) is None else since(value, now)
     return None
+
+
+def _controllerrevision_columns() -> list[Column]:
+    return [name_col(), col("Controller", description="Controller of the object"),
+            col("Revision", description=doc(f"{APPS}.ControllerRevision", "revision")), age_col()]
+
+
+def _controllerrevision_cells(revision: Obj, now: float) -> Cells:
+    """The controller as kubectl names a resource: ``statefulset.apps/web`` (kind.group, lower case)."""
+    meta = _dict(revision.get("metadata"))
+    controller = "<none>"
+    for ref in _list(meta.get("ownerReferences")):
+        if isinstance(ref, dict) and ref.get("controller"):
+            group = str(ref.get("apiVersion") or "").rpartition("/")[0]
+            kind = str(ref.get("kind") or "")
+            controller = f"{kind}.{group}".lower().rstrip(".") + f"/{ref.get('name', '')}"
+            break
+    return [meta.get("name", ""), controller, _int(revision.get("revision")), since(meta.get("creationTimestamp"), now)]
+
+
+_PRINTERS["ControllerRevision"] = Printer(_controllerrevision_columns, _controllerrevision_cells)

@@ -57,12 +57,15 @@ def resolve(registry: Registry, method: str, path: str, query: Mapping[str, str]
         raise no_route(path)
     name = rest[1] if len(rest) >= 2 else None
     subresource = rest[2] if len(rest) >= 3 else None
-    if len(rest) > 3:
+    if len(rest) > 3 and subresource != "proxy":  # a proxy's path goes on to the target's own
         raise no_route(path)
     if resource.namespaced and namespace is None and (name is not None or method not in ("GET",)):
         raise no_route(path)
     if not resource.namespaced and namespace is not None:
         raise no_route(path)
+    if subresource == "proxy" and name is not None and method not in _VERBS:
+        # every method goes through a proxy: HEAD is a get, the others their own verb, as Kubernetes names them
+        return RequestInfo("get" if method == "HEAD" else method.lower(), resource, namespace, name, subresource)
     if method not in _VERBS:
         raise StatusError(405, "MethodNotAllowed", f"the server does not allow this method on the requested "
                           f"resource ({method})")
@@ -76,7 +79,7 @@ def resolve(registry: Registry, method: str, path: str, query: Mapping[str, str]
             raise StatusError(405, "MethodNotAllowed",
                               f"the server does not allow this method on the requested resource ({method})")
     else:
-        if verb == "get" and (watch_prefix or query.get("watch") in ("true", "1")):
+        if verb == "get" and subresource != "proxy" and (watch_prefix or query.get("watch") in ("true", "1")):
             verb = "watch"
         if verb == "create" and subresource is None:
             raise StatusError(405, "MethodNotAllowed",

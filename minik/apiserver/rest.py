@@ -402,8 +402,12 @@ class ResourceRest:
         if self.strategy.tracks_generation and subresource is None and \
                 self.strategy.spec_of(new) != self.strategy.spec_of(current):
             meta["generation"] = int(old_meta.get("generation") or 0) + 1
-        causes = self.strategy.validate_status_update(new, current) if subresource in ("status", "approval") else \
-            self.strategy.validate_update(new, current)
+        if subresource in ("status", "approval"):
+            causes = self.strategy.validate_status_update(new, current)
+        elif subresource is not None:
+            causes = self.strategy.validate_subresource_update(subresource, new, current)
+        else:
+            causes = self.strategy.validate_update(new, current)
         if causes:
             raise self._invalid(name, causes)
         try:
@@ -429,7 +433,7 @@ class ResourceRest:
             record = self.record(namespace, name)
             current = record.object()
             meta = current["metadata"]
-            self._check_preconditions(name, options.get("preconditions") or {}, meta)
+            self.check_preconditions(name, options.get("preconditions") or {}, meta)
             attrs = Attributes("DELETE", self.resource, None, namespace, name, None, current, user, dry_run, options)
             await self.admission.validate(attrs)
             updated = copy.deepcopy(current)
@@ -470,7 +474,9 @@ class ResourceRest:
             return stored.object(), False
         raise self._conflict(name)
 
-    def _check_preconditions(self, name: str, preconditions: Obj, meta: Obj) -> None:
+    def check_preconditions(self, name: str, preconditions: Obj, meta: Obj) -> None:
+        """A DeleteOptions' preconditions (uid, resourceVersion) against the object's metadata: Conflict when
+        one does not hold."""
         uid = preconditions.get("uid")
         if uid and uid != meta.get("uid"):
             raise conflict(self.resource.plural, self.resource.group, name,
@@ -509,7 +515,7 @@ class ResourceRest:
 
         def assign(pod: Obj) -> Obj:
             if preconditions:
-                self._check_preconditions(name, preconditions, pod.get("metadata") or {})
+                self.check_preconditions(name, preconditions, pod.get("metadata") or {})
             try:
                 assign_pod(pod, node, now_rfc3339())
             except ValueError as exc:

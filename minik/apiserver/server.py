@@ -41,13 +41,15 @@ from minik.apiserver.authorization import Authorizer, AuthzAttributes, Decision
 from minik.apiserver.crds.controller import CrdController
 from minik.apiserver.crds.conversion import CustomResourceCodec, HttpWebhooks
 from minik.apiserver.crds.rest import CustomResourceRest
-from minik.apiserver.eviction import evict
+from minik.apiserver.eviction import Evictions
 from minik.apiserver.fieldvalidation import DELETE_OPTIONS, FieldValidation, check_decodable
+from minik.apiserver.httpproxy import HttpProxy
 from minik.apiserver.limits import Lanes, Limits
 from minik.apiserver.lists import list_body, parse_list_options, read_list
 from minik.apiserver.openapi import OpenApi
 from minik.apiserver.patch import json_patch, merge_patch, strategic_merge_patch
 from minik.apiserver.podproxy import PodProxy
+from minik.apiserver.portforward import port_forward
 from minik.apiserver.request import ApiRequest, ApiResponse, User, created_status, success_status
 from minik.apiserver.requestinfo import RequestInfo, no_route, resolve
 from minik.apiserver.rest import ResourceRest
@@ -145,6 +147,7 @@ class ApiServer:
         self.services = ServiceAllocations(store, self.settings.service_cidr, self.settings.node_port_range)
         self.rests[("", "v1", "services")].hooks = self.services
         self.pod_proxy = PodProxy(self.reader, self.settings.kubelet_tls)
+        self.http_proxy = HttpProxy(self.reader)
         #: keeps the local APIServices in step with the registry (set at bootstrap, synced again after each
         #: change of the registry by one task at a time: ``_sync_apiservices``)
         self.apiservices: LocalAPIServices | None = None
@@ -185,6 +188,7 @@ class ApiServer:
         await self.crds.stop()
         await stop_task(self._apiservices_task)
         await self.webhooks.close()
+        await self.http_proxy.close()
 
     def _registry_changed(self, change: Change) -> None:
         """Drop what was derived from resource types that are gone or changed (the next request makes it anew)."""
@@ -431,12 +435,18 @@ class ApiServer:
         plain: Routes = {"get": self._get, "watch": self._watch, "create": self._create_subresource,
                          "update": self._update, "patch": self._patch, "delete": self._delete}
         proxied: Routes = dict.fromkeys(("get", "watch", "create", "update", "patch", "delete"), self._pod_proxy)
+        forwarded: Routes = dict.fromkeys(("get", "create"), self._port_forward)
+        http_proxied: Routes = dict.fromkeys(("get", "create", "update", "patch", "delete", "options"),
+                                             self._http_proxy)
         routes: dict[str | None, Routes] = dict.fromkeys(discovery.SERVED_SUBRESOURCES, plain)
         routes.update({None: objects,
                        "binding": {"get": self._get, "watch": self._watch, "create": self._bind},
                        "eviction": {"get": self._get, "watch": self._watch, "create": self._evict},
                        "scale": {"get": self._get_scale, "update": self._update_scale, "patch": self._patch_scale},
-                       "log": proxied, "exec": proxied})
+                       "log": proxied, "exec": proxied, "portforward": forwarded, "proxy": http_proxied,
+                       "attach": proxied,
+                       # a Pod whose spec.ephemeralContainers alone may change (minik.api.kinds.ephemeral)
+                       "ephemeralcontainers": {"get": self._get, "update": self._update, "patch": self._patch}})
         return routes
 
     # -- reads -----------------------------------------------------------------------------------------------
@@ -558,12 +568,22 @@ class ApiServer:
 
     async def _evict(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
         body = codec.decode_object(request.body, request.headers.get("Content-Type"))
-        status = await evict(self.rest(info.resource), info.namespace or "", info.name or "", body, user,
-                             _dry_run(request.query))
-        return ApiResponse.of_status(status, 201)
+        budgets = self.rests[("policy", "v1", "poddisruptionbudgets")]
+        status, code = await Evictions(self.rest(info.resource), budgets).evict(
+            info.namespace or "", info.name or "", body, user, _dry_run(request.query))
+        return ApiResponse.of_status(status, code)
 
     async def _pod_proxy(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
         return await self.pod_proxy.handle(info, request)
+
+    async def _port_forward(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
+        pod = self.reader.get("", "v1", "pods", info.namespace, info.name or "")
+        if pod is None:
+            raise not_found("pods", "", info.name or "")
+        return port_forward(self.pod_proxy, pod, request)
+
+    async def _http_proxy(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
+        return await self.http_proxy.handle(info, request)
 
     async def _get_scale(self, info: RequestInfo, request: ApiRequest, user: User) -> ApiResponse:
         """NAME/scale: the Scale view of the object's replicas."""

@@ -115,6 +115,11 @@ def _daemonset(client: Client, factory: InformerFactory, s: ControllerSettings, 
     return DaemonSetController(client, factory, s.workers, s.clock, r)
 
 
+def _statefulset(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
+    from minik.controllers.statefulset import StatefulSetController
+    return StatefulSetController(client, factory, s.workers, s.clock, r)
+
+
 def _job(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
     from minik.controllers.job import JobController
     return JobController(client, factory, s.workers, s.clock, r, backoff_seconds=s.job_backoff_seconds,
@@ -216,6 +221,9 @@ def _csrapproving(client: Client, factory: InformerFactory, s: ControllerSetting
     return CSRApprovingController(client, factory, 1, s.clock, r)
 
 
+def _disruption(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
+    from minik.controllers.disruption import DisruptionController
+    return DisruptionController(client, factory, s.workers, s.clock, r)
 def _volume_binder(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
     from minik.controllers.volumebinder import PersistentVolumeBinder
     return PersistentVolumeBinder(client, factory, max(s.workers, 8), s.clock, r)  # several writes a claim
@@ -248,6 +256,7 @@ CONTROLLERS: dict[str, ControllerFactory] = {
     "replicationcontroller": _replicationcontroller,
     "deployment": _deployment,
     "daemonset": _daemonset,
+    "statefulset": _statefulset,
     "job": _job,
     "cronjob": _cronjob,
     "ttl-after-finished": _ttl_after_finished,
@@ -265,6 +274,7 @@ CONTROLLERS: dict[str, ControllerFactory] = {
     "resourcequota": _resourcequota,
     "csrsigning": _csrsigning,
     "csrapproving": _csrapproving,
+    "disruption": _disruption,
     # issue 21's storage (local-path-provisioner is minik's own, as k3s runs one beside its controllers)
     "persistentvolume-binder": _volume_binder,
     "pvc-protection": _pvc_protection,

@@ -1,6 +1,6 @@
-"""What probes and lifecycle hooks run: exec (a command in the container), httpGet, tcpSocket, and sleep (hooks
-only), each bounded by a timeout and reported as Kubernetes words the outcome, so that the Unhealthy and
-FailedPreStopHook events read as they do there."""
+"""What probes and lifecycle hooks run: exec (a command in the container), httpGet, tcpSocket, grpc (probes
+only, grpcprobe.py) and sleep (hooks only), each bounded by a timeout and reported as Kubernetes words the
+outcome, so that the Unhealthy and FailedPreStopHook events read as they do there."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 
 import aiohttp
 
+from minik.kubelet.grpcprobe import grpc_check
 from minik.kubelet.runtimes.base import Runtime, RuntimeFailure, exec_sync
 
 Obj = dict[str, Any]
@@ -119,8 +120,16 @@ async def _tcp(target: Target, action: Obj, timeout: float) -> Outcome:
     return Outcome(True)
 
 
+async def _grpc(target: Target, action: Obj, timeout: float) -> Outcome:
+    port = resolve_port(action.get("port"), target.container)
+    if port is None:
+        return Outcome(False, f"unknown port {action.get('port')!r}")
+    ok, message = await grpc_check(target.pod_ip, port, str(action.get("service") or ""), timeout)
+    return Outcome(ok, "" if ok else message)
+
+
 async def run_action(target: Target, handler: Obj, timeout: float, session: aiohttp.ClientSession) -> Outcome:
-    """Run one probe or hook handler (the object holding exec, httpGet, tcpSocket or sleep)."""
+    """Run one probe or hook handler (the object holding exec, httpGet, tcpSocket, grpc or sleep)."""
     if handler.get("exec") is not None:
         return await _exec(target, handler["exec"], timeout)
     if handler.get("httpGet") is not None:
@@ -132,5 +141,5 @@ async def run_action(target: Target, handler: Obj, timeout: float, session: aioh
         await asyncio.sleep(min(seconds, timeout))
         return Outcome(True)
     if handler.get("grpc") is not None:
-        return Outcome(False, "grpc probes are not supported by minik's kubelet")
+        return await _grpc(target, handler["grpc"], timeout)
     return Outcome(False, "missing probe handler")

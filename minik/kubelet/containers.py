@@ -19,8 +19,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import math
+import os
 import re
 import shutil
+import stat
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +33,8 @@ from minik.api.serviceenv import service_env
 from minik.api.volumes import volume_path
 from minik.client import Client, TransportError
 from minik.kubelet.runtimes.base import ContainerConfig, Mount, RuntimeFailure, SandboxInfo
+from minik.kubelet.runtimes.security import effective
+from minik.kubelet.runtimes.termination import create_message_file
 from minik.kubelet.status import TERMINAL_PHASES
 from minik.kubelet.tokens import DEFAULT_EXPIRATION_SECONDS, TokenFile, TokenManager, write_atomically
 
@@ -78,6 +83,21 @@ def resource_value(pod: Obj, container: Obj, ref: Obj, capacity: dict[str, str])
     quantity = ((target.get("resources") or {}).get(kind) or {}).get(resource) or capacity.get(resource, "0")
     divisor = parse_quantity(str(ref.get("divisor") or "1"))
     return str(math.ceil(parse_quantity(str(quantity)) / divisor)) if divisor else "0"
+
+
+def give_to_group(root: Path, gid: int, read_only: bool) -> None:
+    """fsGroup, as Kubernetes' SetVolumeOwnership: the volume's files belong to the group and it may read them
+    (and write, unless the volume is read-only); directories are setgid, so new files get the group too."""
+    for path in [root, *root.rglob("*")]:
+        if path.is_symlink():
+            continue
+        os.chown(path, -1, gid)
+        mode = path.stat().st_mode
+        if path.is_dir():
+            mode |= (0o550 if read_only else 0o770) | stat.S_ISGID
+        else:
+            mode |= 0o440 if read_only else 0o660
+        path.chmod(stat.S_IMODE(mode))
 
 
 #: the mode of volume files whose volume names none (Kubernetes' 0644)
@@ -280,6 +300,7 @@ class ContainerConfigs:
                 await asyncio.to_thread(path.mkdir, parents=True, exist_ok=True)
             return path
         root = self.pod_dir(uid) / "volumes" / volume["name"]
+        created = not root.exists()
         root.mkdir(parents=True, exist_ok=True)
         files: dict[str, tuple[str, int]] = {}
         if volume.get("configMap") or volume.get("secret"):
@@ -294,7 +315,12 @@ class ContainerConfigs:
             files = await self._projected(pod, volume, pod_ip)
         for relative, (content, mode) in files.items():
             write_atomically(root / relative, content, mode)
-        root.chmod(0o777 if volume.get("emptyDir") is not None else 0o755)
+        empty_dir = volume.get("emptyDir") is not None
+        if created or not empty_dir:  # an emptyDir is set up once: later it holds what the pod made of it
+            root.chmod(0o777 if empty_dir else 0o755)
+            fs_group = ((pod.get("spec") or {}).get("securityContext") or {}).get("fsGroup")
+            if isinstance(fs_group, int):
+                await asyncio.to_thread(give_to_group, root, fs_group, not empty_dir)
         return root
 
     async def mounts(self, pod: Obj, container: Obj, pod_ip: str) -> list[Mount]:
@@ -316,14 +342,25 @@ class ContainerConfigs:
 
     async def build(self, pod: Obj, container: Obj, sandbox: SandboxInfo, init: bool) -> ContainerConfig:
         env = await self.env(pod, container, sandbox.ip)
+        mounts = await self.mounts(pod, container, sandbox.ip)
+        message_path = str(container.get("terminationMessagePath") or "")
+        message_file = ""
+        if message_path and not any(m.container_path == message_path for m in mounts):
+            directory = self.pod_dir(pod["metadata"]["uid"]) / "containers" / container.get("name", "")
+            path = directory / uuid.uuid4().hex[:8]  # one per attempt
+            await asyncio.to_thread(create_message_file, path)
+            message_file = str(path)
+            mounts.append(Mount(message_file, message_path))
         return ContainerConfig(
             name=container.get("name", ""), image=container.get("image", ""),
             command=[expand(str(part), env) for part in container.get("command") or []],
             args=[expand(str(part), env) for part in container.get("args") or []],
             working_dir=container.get("workingDir"), env=env,
-            mounts=await self.mounts(pod, container, sandbox.ip), ports=list(container.get("ports") or []),
+            mounts=mounts, ports=list(container.get("ports") or []),
             resources=container.get("resources") or {}, tty=bool(container.get("tty")),
-            stdin=bool(container.get("stdin")), init=init)
+            stdin=bool(container.get("stdin")), init=init, stdin_once=bool(container.get("stdinOnce")),
+            security=effective(pod, container), termination_message_file=message_file,
+            termination_message_policy=str(container.get("terminationMessagePolicy") or "File"))
 
     async def keep_tokens(self, pod: Obj) -> None:
         """Keep the pod's projected tokens renewed while it runs, and stop once it has finished. Writing a token

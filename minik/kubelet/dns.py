@@ -107,6 +107,18 @@ def pod_dns(pod: Obj, cluster_dns: str | None, host: PodDns, domain: str = CLUST
     return PodDns(servers[:MAX_NAMESERVERS], searches[:MAX_SEARCHES], options)
 
 
+def pod_hostname(pod: Obj, domain: str = CLUSTER_DOMAIN) -> tuple[str, str]:
+    """The pod's host name and domain, as the kubelet gives them (GeneratePodHostNameAndDomain): spec.hostname,
+    else the pod's name (cut to 63 characters); with a subdomain, the domain ``SUBDOMAIN.NS.svc.DOMAIN``, so a
+    StatefulSet's pod knows itself as ``web-0.web.NS.svc.cluster.local``."""
+    spec, meta = pod.get("spec") or {}, pod.get("metadata") or {}
+    hostname = str(spec.get("hostname") or meta.get("name") or "")[:63].rstrip("-.")
+    subdomain = str(spec.get("subdomain") or "")
+    if not subdomain:
+        return hostname, ""
+    return hostname, f"{subdomain}.{meta.get('namespace') or 'default'}.svc.{domain}"
+
+
 class ClusterDns:
     """Finds the cluster DNS (the kube-dns Service's cluster IP, through the client) and gives each pod its
     resolver configuration. The runtime asks when it makes a pod's sandbox."""

@@ -56,9 +56,12 @@ class PodEvents:
         self._emit(pod, container, WARNING, "BackOff",
                    f"Back-off restarting failed container {container} in pod {pod_label(pod)}")
 
-    def killing(self, pod: Obj, container: str, why: str = "") -> None:
-        """Stopping a container: at deletion (no ``why``) or after a failed probe (``why`` says which)."""
-        if why:
+    def killing(self, pod: Obj, container: str, why: str = "", message: str = "") -> None:
+        """Stopping a container: at deletion (no ``why``), after a failed probe (``why`` says which), or for the
+        reason ``message`` gives (FailedPostStartHook)."""
+        if message:
+            self._emit(pod, container, NORMAL, "Killing", message)
+        elif why:
             self._emit(pod, container, NORMAL, "Killing", f"Container {container} failed {why} probe, will be "
                                                           "restarted")
         else:
@@ -67,3 +70,7 @@ class PodEvents:
     def prestop_failed(self, pod: Obj, container: str, message: str) -> None:
         self._emit(pod, container, WARNING, "FailedPreStopHook",
                    f'PreStopHook failed for container "{container}" in pod {pod_label(pod)}: {message}')
+
+    def post_start_failed(self, pod: Obj, container: str) -> None:
+        # the hook's output is not in the event: it could show a secret (Kubernetes words it so too)
+        self._emit(pod, container, WARNING, "FailedPostStartHook", "PostStartHook failed")

@@ -27,9 +27,10 @@ from minik.client import Client
 from minik.events import EventRecorder
 from minik.kubelet.actions import Target, run_action
 from minik.kubelet.podevents import PodEvents
-from minik.kubelet.prober import Prober
+from minik.kubelet.prober import Prober, probed_containers
 from minik.kubelet.runtimes.base import ContainerConfig, ContainerInfo, PodRecord, Runtime, RuntimeFailure, SandboxInfo
-from minik.kubelet.status import TERMINAL_PHASES, WorkerView, pod_status, status_patch
+from minik.kubelet.runtimes.security import effective, refusal
+from minik.kubelet.status import TERMINAL_PHASES, WorkerView, is_sidecar, pod_phase, pod_status, status_patch
 
 log = structlog.get_logger("minik.kubelet")
 
@@ -52,6 +53,9 @@ class ConfigBuilder(Protocol):
         """Stop every task (token renewals); the files stay."""
 
 
+#: how long a postStart hook may run (Kubernetes sets no bound; one here keeps a hung hook from holding a kubelet
+#: worker forever)
+POST_START_TIMEOUT_SECONDS = 300.0
 #: how long a failed pull shows ErrImagePull before the back-off shows ImagePullBackOff
 ERR_IMAGE_PULL_SHOWN_SECONDS = 1.0
 
@@ -87,11 +91,18 @@ class PodState:
     terminated: bool = False
 
 
+@dataclass(frozen=True)
+class _Wait:
+    """The walk over a pod's containers stops here; sync again in ``seconds`` (None: when woken)."""
+
+    seconds: float | None
+
+
 def simple_config(pod: Obj, spec: Obj, sandbox: SandboxInfo, init: bool) -> ContainerConfig:
     """The config of a runtime that needs no env or files (the fake runtime)."""
     return ContainerConfig(spec.get("name", ""), spec.get("image", ""), list(spec.get("command") or []),
                            list(spec.get("args") or []), spec.get("workingDir"), {}, [], [],
-                           spec.get("resources") or {}, init=init)
+                           spec.get("resources") or {}, init=init, security=effective(pod, spec))
 
 
 def pull_policy(spec: Obj) -> str:
@@ -167,17 +178,26 @@ class PodWorkers:
         view = WorkerView(self.runtime.name, self.host_ips((pod.get("spec") or {}).get("nodeName", "")),
                           state.waiting, probes.not_ready, probes.not_started)
         new = pod_status(pod, record, view)
-        if new["phase"] in TERMINAL_PHASES:
-            await self._stop_running(record)
+        if new["phase"] in TERMINAL_PHASES and record is not None and \
+                any(info.state != "exited" for info in record.containers):
+            # the app containers completed and sidecars still run: they stop as at deletion (preStop, SIGTERM,
+            # the grace period), and the next sync writes the finished pod with them terminated
+            state.busy = start_task(self._finish(pod, record), f"finish pod {uid}")
+            return None
         await self._write_status(pod, new, state)
         return requeue
 
     async def _stop_running(self, record: PodRecord | None) -> None:
-        if record is None:
-            return
-        for info in record.containers:
+        """Stop at once what still runs of a pod the API says has finished."""
+        for info in record.containers if record is not None else []:
             if info.state != "exited":
                 await self.runtime.stop_container(info.id, 0)
+
+    async def _finish(self, pod: Obj, record: PodRecord) -> None:
+        try:
+            await self._stop_all(pod, record, time.monotonic() + self._grace(pod))
+        finally:
+            self.enqueue(pod["metadata"]["uid"], 0.0)
 
     async def _write_status(self, pod: Obj, new: Obj, state: PodState) -> None:
         old = pod.get("status") or {}
@@ -197,8 +217,9 @@ class PodWorkers:
     async def _converge(self, pod: Obj, record: PodRecord | None, state: PodState) -> float | None:
         uid = pod["metadata"]["uid"]
         spec = pod.get("spec") or {}
-        policy = spec.get("restartPolicy") or "Always"
         sandbox = record.sandbox if record is not None else None
+        if record is not None and pod_phase(pod, record) in TERMINAL_PHASES:
+            return None  # its app containers completed: nothing starts again (its sidecars neither)
         if record is None or sandbox is None or not sandbox.running:
             state.acted = True
             if record is not None and record.containers:
@@ -210,8 +231,28 @@ class PodWorkers:
                 return self.settings.backoff_initial_seconds
             meta = pod["metadata"]
             record = PodRecord(uid, meta.get("namespace", ""), meta["name"], spec.get("nodeName", ""), sandbox)
+        # ephemeral containers first, as Kubernetes starts them: a pod stuck in its init containers can be debugged
+        delays = [await self._start_ephemeral(pod, sandbox, record, container, state)
+                  for container in spec.get("ephemeralContainers") or [] if record.latest(container["name"]) is None]
+        delays.append(await self._converge_workload(pod, sandbox, record, state))
+        pending = [d for d in delays if d is not None]
+        return min(pending) if pending else None
+
+    async def _converge_workload(self, pod: Obj, sandbox: SandboxInfo, record: PodRecord, state: PodState
+                                 ) -> float | None:
+        """The init containers in order, then the app containers, started and restarted as restartPolicy says."""
+        spec = pod.get("spec") or {}
+        policy = spec.get("restartPolicy") or "Always"
+        apps_began = any(record.latest(c["name"]) is not None for c in spec.get("containers") or [])
+        sidecar_delays: list[float | None] = []
         for container in spec.get("initContainers") or []:
             latest = record.latest(container["name"])
+            if is_sidecar(container):
+                outcome = await self._sidecar(pod, sandbox, container, latest, state, apps_began)
+                if isinstance(outcome, _Wait):
+                    return outcome.seconds
+                sidecar_delays.append(outcome)
+                continue
             if latest is not None and latest.state == "exited" and latest.exit_code == 0:
                 continue
             if latest is not None and latest.state != "exited":
@@ -233,8 +274,45 @@ class PodWorkers:
                 delays.append(await self._restart(pod, sandbox, container, latest, state, init=False))
             else:
                 state.waiting.pop(name, None)
-        pending = [d for d in delays if d is not None]
+        pending = [d for d in delays + sidecar_delays if d is not None]
         return min(pending) if pending else None
+
+    async def _sidecar(self, pod: Obj, sandbox: SandboxInfo, container: Obj, latest: ContainerInfo | None,
+                       state: PodState, apps_began: bool) -> _Wait | float | None:
+        """A native sidecar (an init container with restartPolicy Always): started in its turn, and the next
+        container waits until it has started (its startup probe passed); restarted whenever it exits, whatever
+        the pod's restartPolicy. Once the app containers began, a sidecar's restart holds nothing back.
+        _Wait(seconds) ends this sync's walk (None: a probe or the runtime wakes the pod); else the delay
+        the sidecar wants, if any."""
+        name = container["name"]
+        if latest is None:
+            delay = await self._start(pod, sandbox, container, 0, state, init=True)
+            return _Wait(delay if delay is not None else 0.0)  # look again: it may have started at once
+        if latest.state == "exited":
+            delay = await self._restart(pod, sandbox, container, latest, state, init=True)
+            return delay if apps_began else _Wait(delay if delay is not None else 0.0)
+        if latest.state != "running":
+            return None if apps_began else _Wait(None)
+        state.waiting.pop(name, None)
+        if apps_began or self.runtime.simulated or not container.get("startupProbe"):
+            return None
+        return None if self.prober.started(pod["metadata"]["uid"], name, latest.id) else _Wait(None)
+
+    async def _start_ephemeral(self, pod: Obj, sandbox: SandboxInfo, record: PodRecord, container: Obj,
+                               state: PodState) -> float | None:
+        """Start an ephemeral container once (it is never restarted), in its target container's process
+        namespace when it names one; that container must be running."""
+        target = container.get("targetContainerName")
+        target_id = None
+        if target:
+            running = record.latest(str(target))
+            if running is None or running.state != "running":
+                state.waiting[container["name"]] = ("CreateContainerError",
+                                                    f"target container {target} is not running")
+                return self.settings.backoff_initial_seconds
+            target_id = running.id
+        return await self._start(pod, sandbox, container, 0, state, init=False, ephemeral=True,
+                                 pid_namespace_of=target_id)
 
     async def _restart(self, pod: Obj, sandbox: SandboxInfo, container: Obj, latest: ContainerInfo,
                        state: PodState, init: bool) -> float | None:
@@ -254,7 +332,7 @@ class PodWorkers:
         return await self._start(pod, sandbox, container, latest.attempt + 1, state, init)
 
     async def _start(self, pod: Obj, sandbox: SandboxInfo, container: Obj, attempt: int, state: PodState,
-                     init: bool) -> float | None:
+                     init: bool, ephemeral: bool = False, pid_namespace_of: str | None = None) -> float | None:
         name, image = container["name"], container.get("image", "")
         now = time.monotonic()
         wait = state.image_backoff.remaining(name, now)
@@ -284,7 +362,11 @@ class PodWorkers:
                 config = await self.build_config.build(pod, container, sandbox, init)
             else:
                 config = simple_config(pod, container, sandbox, init)
-            await self.runtime.start_container(pod, sandbox, config, attempt)
+            config.ephemeral, config.pid_namespace_of = ephemeral, pid_namespace_of
+            refused = self.runtime.unsupported(config.security)
+            if refused:
+                raise refusal(self.runtime.name, refused)
+            container_id = await self.runtime.start_container(pod, sandbox, config, attempt)
         except RuntimeFailure as exc:
             state.waiting[name] = (exc.reason, exc.message)
             self.events.failed(pod, name, exc.message)
@@ -293,14 +375,29 @@ class PodWorkers:
         self.events.created(pod, name)
         self.events.started(pod, name)
         state.waiting.pop(name, None)
+        handler = (container.get("lifecycle") or {}).get("postStart")
+        if handler and not self.runtime.simulated:
+            await self._post_start(pod, Target(self.runtime, container_id, container, sandbox.ip), handler)
         return None
+
+    async def _post_start(self, pod: Obj, target: Target, handler: Obj) -> None:
+        """Run the postStart hook before anything else starts, as Kubernetes does; when it fails the container
+        is killed (FailedPostStartHook), and restartPolicy decides whether it runs again."""
+        name = target.container["name"]
+        outcome = await run_action(target, handler, POST_START_TIMEOUT_SECONDS, self.prober.http_session())
+        if outcome.ok:
+            return
+        self.events.post_start_failed(pod, name)
+        log.info("postStart hook failed", pod=_key(pod), container=name, message=outcome.message)
+        self.events.killing(pod, name, message="FailedPostStartHook")
+        await self.runtime.stop_container(target.container_id, self._grace(pod))
 
     # -- probe kills ------------------------------------------------------------------------------------------
     async def _kill_unhealthy(self, pod: Obj, record: PodRecord, failed: dict[str, str]) -> None:
         """Stop the containers whose liveness or startup probe failed; the next sync restarts them as
         restartPolicy says (counting a restart, with back-off)."""
         stops = []
-        for container in (pod.get("spec") or {}).get("containers") or []:
+        for container in probed_containers(pod):
             name = container["name"]
             latest = record.latest(name)
             if name not in failed or latest is None or latest.state != "running":
@@ -309,30 +406,42 @@ class PodWorkers:
             grace = probe.get("terminationGracePeriodSeconds")
             if grace is None:
                 grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
-            self.events.killing(pod, name, failed[name])
             log.info("probe failed; restarting the container", pod=_key(pod), container=name, probe=failed[name])
-            stops.append(self.runtime.stop_container(latest.id, float(grace)))
+            stops.append(self._stop_container(pod, record, container, time.monotonic() + float(grace),
+                                              failed[name]))
         try:
             await asyncio.gather(*stops)
         finally:
             self.enqueue(pod["metadata"]["uid"], 0.0)
 
     # -- termination ------------------------------------------------------------------------------------------
-    async def _pre_stop(self, pod: Obj, record: PodRecord, grace: float) -> None:
-        """Announce each running container's stop and run the preStop hooks, together, within the grace period."""
-        hooks = []
-        for container in (pod.get("spec") or {}).get("containers") or []:
-            latest = record.latest(container["name"])
-            if latest is None or latest.state != "running":
-                continue
-            self.events.killing(pod, container["name"])
-            handler = (container.get("lifecycle") or {}).get("preStop")
-            if handler and not self.runtime.simulated and grace > 0:
-                ip = record.sandbox.ip if record.sandbox else ""
-                hooks.append(self._hook(pod, Target(self.runtime, latest.id, container, ip), handler, grace))
-        await asyncio.gather(*hooks)
+    @staticmethod
+    def _grace(pod: Obj) -> float:
+        meta, spec = pod["metadata"], pod.get("spec") or {}
+        grace = meta.get("deletionGracePeriodSeconds")
+        if grace is None:
+            grace = spec.get("terminationGracePeriodSeconds", 30)
+        return float(grace)
 
-    async def _hook(self, pod: Obj, target: Target, handler: Obj, grace: float) -> None:
+    async def _stop_container(self, pod: Obj, record: PodRecord, container: Obj, deadline: float,
+                              why: str = "") -> None:
+        """Stop one running container as Kubernetes' killContainer: the Killing event, its preStop hook within
+        the grace period, then SIGTERM and, at the deadline, SIGKILL (after a hook that used the whole grace
+        period, the container still gets the minimum)."""
+        name = container["name"]
+        latest = record.latest(name)
+        if latest is None or latest.state != "running":
+            return
+        self.events.killing(pod, name, why)
+        handler = (container.get("lifecycle") or {}).get("preStop")
+        grace = deadline - time.monotonic()
+        if handler and not self.runtime.simulated and grace > 0:
+            ip = record.sandbox.ip if record.sandbox else ""
+            await self._pre_stop(pod, Target(self.runtime, latest.id, container, ip), handler, grace)
+        floor = min(max(grace, 0.0), self.settings.minimum_grace_seconds)
+        await self.runtime.stop_container(latest.id, max(deadline - time.monotonic(), floor))
+
+    async def _pre_stop(self, pod: Obj, target: Target, handler: Obj, grace: float) -> None:
         name = target.container["name"]
         try:
             outcome = await asyncio.wait_for(run_action(target, handler, grace, self.prober.http_session()), grace)
@@ -343,19 +452,30 @@ class PodWorkers:
             self.events.prestop_failed(pod, name, outcome.message)
             log.info("preStop hook failed", pod=_key(pod), container=name, message=outcome.message)
 
+    async def _stop_all(self, pod: Obj, record: PodRecord, deadline: float) -> None:
+        """The app containers (and init containers still running) together, then the sidecars one by one in
+        the reverse of their order, as Kubernetes stops a pod with sidecars."""
+        spec = pod.get("spec") or {}
+        inits = spec.get("initContainers") or []
+        first = [c for c in inits if not is_sidecar(c)] + list(spec.get("containers") or [])
+        await asyncio.gather(*(self._stop_container(pod, record, c, deadline) for c in first))
+        for sidecar in reversed([c for c in inits if is_sidecar(c)]):
+            await self._stop_container(pod, record, sidecar, deadline)
+
     async def _terminate(self, uid: str, pod: Obj, state: PodState) -> None:
-        meta, spec = pod["metadata"], pod.get("spec") or {}
-        grace = meta.get("deletionGracePeriodSeconds")
-        if grace is None:
-            grace = spec.get("terminationGracePeriodSeconds", 30)
+        """Stop the pod's containers within its grace period, report them terminated (Ready False, a terminal
+        phase) while the pod still exists, then remove it from the runtime and the API."""
+        meta = pod["metadata"]
         began = time.monotonic()
         try:
             record = await self.runtime.pod(uid)
             if record is not None:
-                await self._pre_stop(pod, record, float(grace))
-            floor = min(float(grace), self.settings.minimum_grace_seconds)
-            remaining = max(float(grace) - (time.monotonic() - began), floor)
-            await self.runtime.remove_pod(uid, remaining)
+                await self._stop_all(pod, record, began + self._grace(pod))
+                record = await self.runtime.pod(uid)
+                view = WorkerView(self.runtime.name, self.host_ips((pod.get("spec") or {}).get("nodeName", "")),
+                                  dict(state.waiting))
+                await self._write_status(pod, pod_status(pod, record, view, terminating=True), state)
+            await self.runtime.remove_pod(uid, 0)
             if self.build_config is not None:
                 await self.build_config.remove(uid)
             try:

@@ -87,7 +87,7 @@ class Prober:
         uid = pod["metadata"]["uid"]
         view = ProbeView()
         wanted: set[tuple[str, str, str]] = set()
-        for container in (pod.get("spec") or {}).get("containers") or []:
+        for container in probed_containers(pod):
             name = container["name"]
             latest = record.latest(name) if record else None
             if latest is None or latest.state != "running":
@@ -122,6 +122,11 @@ class Prober:
         for worker_key in [k for k in self._workers if k[0] == uid and k not in wanted]:
             await stop_task(self._workers.pop(worker_key).task)
         return view
+
+    def started(self, uid: str, container: str, container_id: str) -> bool:
+        """Whether the startup probe of this container (this attempt) has passed."""
+        startup = self._workers.get((uid, container, STARTUP))
+        return startup is not None and startup.container_id == container_id and startup.result
 
     async def forget(self, uid: str) -> None:
         """The pod is gone or terminating: stop its probes."""
@@ -183,6 +188,14 @@ class Prober:
     def _started(self, worker: _Worker) -> bool:
         startup = self._workers.get((worker.uid, worker.container, STARTUP))
         return startup is None or startup.result
+
+
+def probed_containers(pod: Obj) -> list[Obj]:
+    """The containers whose probes run: the app containers and the sidecars (init containers with
+    restartPolicy Always)."""
+    spec = pod.get("spec") or {}
+    return [*(c for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"),
+            *(spec.get("containers") or [])]
 
 
 def _pod_ip(pod: Obj, record: PodRecord | None) -> str:

@@ -75,22 +75,42 @@ def container_status(spec: Obj, record: PodRecord | None, view: WorkerView, defa
     return status
 
 
-def init_done(pod: Obj, record: PodRecord | None) -> bool:
-    for spec in (pod.get("spec") or {}).get("initContainers") or []:
-        latest = record.latest(spec["name"]) if record else None
-        if latest is None or latest.state != "exited" or latest.exit_code != 0:
+def is_sidecar(container: Obj) -> bool:
+    """A native sidecar: an init container with restartPolicy Always, which runs beside the app containers."""
+    return container.get("restartPolicy") == "Always"
+
+
+def init_done(pod: Obj, record: PodRecord | None, not_started: set[str] | frozenset[str] = frozenset()) -> bool:
+    """Every init container has completed, and every sidecar runs and has started; or the app containers
+    began already (a sidecar restarting later does not take the pod back to initializing)."""
+    spec = pod.get("spec") or {}
+    if record is not None and any(record.latest(c["name"]) is not None for c in spec.get("containers") or []):
+        return True
+    for container in spec.get("initContainers") or []:
+        latest = record.latest(container["name"]) if record else None
+        if is_sidecar(container):
+            if latest is None or latest.state != "running" or container["name"] in not_started:
+                return False
+        elif latest is None or latest.state != "exited" or latest.exit_code != 0:
             return False
     return True
 
 
-def pod_phase(pod: Obj, record: PodRecord | None) -> str:
-    """Kubernetes' getPhase."""
+def pod_phase(pod: Obj, record: PodRecord | None, terminating: bool = False) -> str:
+    """Kubernetes' getPhase. A pod whose containers were stopped because it is being deleted (``terminating``)
+    ends Succeeded when they all exited 0, else Failed, whatever its restartPolicy."""
     spec = pod.get("spec") or {}
     policy = spec.get("restartPolicy") or "Always"
     old = (pod.get("status") or {}).get("phase")
     if old in TERMINAL_PHASES:
         return str(old)
+    if terminating:
+        apps = [record.latest(c["name"]) if record else None for c in spec.get("containers") or []]
+        if not any(a is not None and a.state == "running" for a in apps):
+            return "Succeeded" if apps and all(a is not None and a.exit_code == 0 for a in apps) else "Failed"
     for init in spec.get("initContainers") or []:
+        if is_sidecar(init):
+            continue
         latest = record.latest(init["name"]) if record else None
         if latest is not None and latest.state == "exited" and latest.exit_code != 0 and policy == "Never":
             return "Failed"
@@ -132,19 +152,24 @@ def _condition(old: list[Obj], type_: str, ok: bool, now: str, reason: str = "",
     return condition
 
 
-def pod_status(pod: Obj, record: PodRecord | None, view: WorkerView, now: float | None = None) -> Obj:
-    """The whole status the kubelet would write for ``pod`` now."""
+def pod_status(pod: Obj, record: PodRecord | None, view: WorkerView, now: float | None = None,
+               terminating: bool = False) -> Obj:
+    """The whole status the kubelet would write for ``pod`` now (``terminating``: its containers were stopped
+    for its deletion)."""
     stamp = now_rfc3339() if now is None else rfc3339(now)
     spec, old = pod.get("spec") or {}, pod.get("status") or {}
-    phase = pod_phase(pod, record)
-    initialized = init_done(pod, record)
+    phase = pod_phase(pod, record, terminating)
+    initialized = init_done(pod, record, view.not_started)
     inits = [container_status(c, record, view, "PodInitializing") for c in spec.get("initContainers") or []]
     apps = [container_status(c, record, view, "ContainerCreating" if initialized else "PodInitializing")
             for c in spec.get("containers") or []]
     old_conditions = [c for c in old.get("conditions") or [] if isinstance(c, dict)]
-    unready = [c["name"] for c in apps if not c["ready"]]
-    incomplete = [c["name"] for c in inits if "terminated" not in c["state"] or
-                  c["state"]["terminated"].get("exitCode") != 0]
+    sidecars = {c["name"] for c in spec.get("initContainers") or [] if is_sidecar(c)}
+    unready = [c["name"] for c in inits if c["name"] in sidecars and not c["ready"]]
+    unready += [c["name"] for c in apps if not c["ready"]]
+    incomplete = [c["name"] for c in inits if ("terminated" not in c["state"] or
+                  c["state"]["terminated"].get("exitCode") != 0) and
+                  not (c["name"] in sidecars and c["started"])]
     if phase in TERMINAL_PHASES:
         ready_reason = "PodCompleted" if phase == "Succeeded" else "PodFailed"
         ready_message = ""
@@ -173,6 +198,12 @@ def pod_status(pod: Obj, record: PodRecord | None, view: WorkerView, now: float 
     if inits:
         status["initContainerStatuses"] = inits
     status["containerStatuses"] = apps
+    ephemerals = [container_status(c, record, view, "ContainerCreating") for c in spec.get("ephemeralContainers")
+                  or []]
+    if ephemerals:
+        for item in ephemerals:
+            item["ready"] = False  # no probes: an ephemeral container is never part of the pod's readiness
+        status["ephemeralContainerStatuses"] = ephemerals
     for key in ("qosClass", "nominatedNodeName"):
         if old.get(key):
             status[key] = old[key]

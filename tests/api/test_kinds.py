@@ -31,7 +31,8 @@ def test_every_kind_is_registered_with_the_short_names_kubectl_shows() -> None:
         "customresourcedefinitions": ("crd", "crds"),
         "limitranges": ("limits",),
         "resourcequotas": ("quota",), "podtemplates": (), "runtimeclasses": (), "apiservices": (),
-        "certificatesigningrequests": ("csr",),
+        "certificatesigningrequests": ("csr",), "poddisruptionbudgets": ("pdb",),
+        "controllerrevisions": (),
         "persistentvolumes": ("pv",), "persistentvolumeclaims": ("pvc",), "storageclasses": ("sc",),
     }
     assert REGISTRY.resolve("deploy") is resource("deployments")
@@ -50,10 +51,12 @@ def test_the_all_category_holds_what_kubectl_get_all_lists() -> None:
 
 
 def test_subresources_are_those_kubernetes_serves() -> None:
-    assert resource("pods").subresources == ("status", "binding", "log", "exec", "eviction")
+    assert resource("pods").subresources == ("status", "binding", "log", "exec", "eviction", "portforward", "proxy",
+                                             "attach", "ephemeralcontainers")
     for plural in ("deployments", "replicasets", "statefulsets", "replicationcontrollers"):
         assert set(resource(plural).subresources) == {"status", "scale"}
-    for plural in ("nodes", "services", "daemonsets", "jobs", "cronjobs"):
+    assert resource("services").subresources == ("status", "proxy")
+    for plural in ("nodes", "daemonsets", "jobs", "cronjobs"):
         assert resource(plural).subresources == ("status",)
     assert resource("namespaces").subresources == ("status", "finalize")
     assert resource("serviceaccounts").subresources == ("token",)

@@ -69,3 +69,30 @@ async def test_a_dry_run_eviction_deletes_nothing(http) -> None:
     status, _ = await http.call("POST", f"{PODS}/web/eviction", eviction("web"), params={"dryRun": "All"})
     assert status == 201
     assert (await http.get(f"{PODS}/web"))[0] == 200
+
+
+async def test_an_evicted_pod_is_marked_with_the_disruption_target_condition_before_it_goes(http) -> None:
+    await http.post(PODS, pod("web"))
+    await http.post(f"{PODS}/web/binding", {"target": {"name": "node-1"}})
+    status, _ = await http.post(f"{PODS}/web/eviction", eviction("web", gracePeriodSeconds=30))
+    assert status == 201
+    _, held = await http.get(f"{PODS}/web")
+    (condition,) = [c for c in held["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+    assert (condition["status"], condition["reason"], condition["message"]) == \
+        ("True", "EvictionByEvictionAPI", "Eviction API: evicting")
+
+
+async def test_a_resource_version_precondition_holds_across_the_condition_write(http) -> None:
+    _, created = await http.post(PODS, pod("web"))
+    await http.post(f"{PODS}/web/binding", {"target": {"name": "node-1"}})
+    _, current = await http.get(f"{PODS}/web")
+    status, body = await http.post(f"{PODS}/web/eviction", eviction(
+        "web", preconditions={"resourceVersion": created["metadata"]["resourceVersion"]}))
+    assert status == 409 and body["reason"] == "Conflict"
+    _, unchanged = await http.get(f"{PODS}/web")
+    assert unchanged["metadata"]["resourceVersion"] == current["metadata"]["resourceVersion"]
+    status, _ = await http.post(f"{PODS}/web/eviction", eviction(
+        "web", preconditions={"resourceVersion": current["metadata"]["resourceVersion"]}))
+    assert status == 201
+    _, held = await http.get(f"{PODS}/web")
+    assert held["metadata"]["deletionTimestamp"]

@@ -19,7 +19,8 @@ SERVED = {"api/v1", "apis/apps/v1", "apis/batch/v1", "apis/coordination.k8s.io/v
           "apis/rbac.authorization.k8s.io/v1", "apis/authentication.k8s.io/v1", "apis/authorization.k8s.io/v1",
           "apis/admissionregistration.k8s.io/v1", "apis/apiextensions.k8s.io/v1",
           "apis/events.k8s.io/v1", "apis/node.k8s.io/v1",
-          "apis/apiregistration.k8s.io/v1", "apis/certificates.k8s.io/v1", "apis/storage.k8s.io/v1"}
+          "apis/apiregistration.k8s.io/v1", "apis/certificates.k8s.io/v1", "apis/policy/v1",
+          "apis/storage.k8s.io/v1"}
 
 
 async def fetch(http, path: str) -> tuple[int, Any]:
@@ -112,7 +113,7 @@ async def test_only_served_subresources_have_paths(http) -> None:
 
 
 async def test_unknown_documents_and_openapi_v2_are_not_found(http) -> None:
-    for path in ("/openapi/v3/apis/policy/v1", "/openapi/v3/apis/apps", "/openapi/v2"):
+    for path in ("/openapi/v3/apis/flowcontrol.apiserver.k8s.io/v1", "/openapi/v3/apis/apps", "/openapi/v2"):
         status, body = await fetch(http, path)
         assert status == 404 and body["reason"] == "NotFound", path
 

@@ -84,7 +84,11 @@ async def remove_containers(docker: aiodocker.Docker, kubelet: str) -> None:
     filters = json.dumps({"label": [f"minik.io/kubelet={kubelet}"]})
     async with docker._query("containers/json", params={"all": "1", "filters": filters}) as response:
         for container in await response.json():
-            await docker.containers.container(container["Id"]).delete(force=True)
+            try:
+                await docker.containers.container(container["Id"]).delete(force=True)
+            except aiodocker.DockerError as exc:
+                if exc.status not in (404, 409):  # the kubelet, still stopping, removes (or removed) it
+                    raise
 
 
 def fetch(url: str) -> str:

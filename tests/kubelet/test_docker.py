@@ -158,3 +158,23 @@ async def test_a_restarted_kubelet_removes_the_containers_of_pods_deleted_while_
     while await node.containers(pod["metadata"]["uid"]) and time.monotonic() < deadline:
         await asyncio.sleep(0.2)
     assert await node.containers(pod["metadata"]["uid"]) == []
+
+
+async def test_a_pod_with_hostname_and_subdomain_sees_its_fully_qualified_name(node: DockerNode) -> None:
+    """What a StatefulSet's pod gets: its host name, and ``hostname.subdomain.NS.svc.cluster.local`` in /etc/hosts."""
+    client = node.client
+    script = "echo $(hostname) $(grep -o 'web-0[^ ]*svc.cluster.local' /etc/hosts); exec sleep 3600"
+    await client.create("pods", pod_manifest("web-x", node=NODE, containers=[busybox("app", script)],
+                                             hostname="web-0", subdomain="web"))
+    await wait_for_pod(client, "web-x", lambda p: phase(p) == "Running", 30)
+
+    async def printed() -> str:
+        logs = await client.logs("web-x", "default")
+        try:
+            return b"".join([chunk async for chunk in logs.chunks]).decode()
+        finally:
+            await logs.close()
+    deadline = time.monotonic() + 10
+    while not (text := await printed()) and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    assert text == "web-0 web-0.web.default.svc.cluster.local\n"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from minik.cluster import Cluster
-from minik.kubelet.dns import ClusterDns, PodDns, pod_dns, read_resolv_conf
+from minik.kubelet.dns import ClusterDns, PodDns, pod_dns, pod_hostname, read_resolv_conf
 
 HOST = PodDns(["192.0.2.53"], ["corp.example"], ["timeout:2"])
 
@@ -63,3 +63,10 @@ async def test_the_cluster_dns_is_the_kube_dns_service_once_it_exists(cluster: C
             "clusterIP": "10.96.0.10", "ports": [{"name": "dns", "port": 53, "protocol": "UDP"}]}}, "kube-system")
         config = await dns.for_pod(pod())
         assert config is not None and config.servers == ["10.96.0.10"]
+
+
+def test_a_pod_with_hostname_and_subdomain_knows_itself_by_its_name_under_the_service() -> None:
+    pod = {"metadata": {"name": "web-0", "namespace": "shop"}, "spec": {"hostname": "web-0", "subdomain": "web"}}
+    assert pod_hostname(pod) == ("web-0", "web.shop.svc.cluster.local")
+    assert pod_hostname({"metadata": {"name": "x" * 70, "namespace": "a"}, "spec": {}}) == ("x" * 63, "")
+    assert pod_hostname({"metadata": {"name": "api-7d9", "namespace": "a"}, "spec": {"hostname": "api"}}) == ("api", "")

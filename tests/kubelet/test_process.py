@@ -69,3 +69,29 @@ async def test_probes_logs_and_exec_work_on_the_process_runtime(client: Client, 
     assert (rc.STDOUT, b"me\n") in received
     status = json.loads(next(payload for channel, payload in received if channel == rc.ERROR))
     assert rc.exit_code(status) == 5
+
+
+async def test_the_process_runtime_runs_as_the_asked_user_and_refuses_what_it_cannot_honour(client: Client) -> None:
+    await client.create("pods", pod_manifest("confined", node=NODE, restart_policy="Never", containers=[
+        {"name": "user", "image": "none", "command": ["id", "-u"], "securityContext": {"runAsUser": 1000}},
+        {"name": "shell", "image": "none", "command": ["sleep", "600"], "securityContext": {"runAsUser": 1001}},
+        {"name": "ro", "image": "none", "command": ["true"],
+         "securityContext": {"readOnlyRootFilesystem": True, "capabilities": {"add": ["NET_ADMIN"]}}}]))
+    pod = await wait_for_pod(client, "confined", lambda p: "terminated" in container_state(p, "user").get("state", {})
+                             and "waiting" in container_state(p, "ro").get("state", {}))
+    waiting = container_state(pod, "ro")["state"]["waiting"]
+    assert waiting == {"reason": "CreateContainerConfigError",
+                       "message": "the process runtime cannot honour securityContext capabilities.add, "
+                                  "readOnlyRootFilesystem; the container is not started without them"}
+    logs = await client.logs("confined", "default", container="user")
+    try:
+        assert b"".join([chunk async for chunk in logs.chunks]) == b"1000\n"
+    finally:
+        await logs.close()
+    events = (await client.list("events", "default", field_selector="involvedObject.name=confined"))["items"]
+    assert any(e["reason"] == "Failed" and e["message"] == f"Error: {waiting['message']}" for e in events)
+    # a command run in the container runs as its process does
+    socket = await client.exec_socket("confined", "default", ["id", "-u"], container="shell")
+    async with socket:
+        received = [rc.parse(message.data) async for message in socket]
+    assert (rc.STDOUT, b"1001\n") in received

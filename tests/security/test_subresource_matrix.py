@@ -1,9 +1,12 @@
 """Every identity against every verb on a pod's subresources, on an HTTPS cluster whose local node runs the pod on
-real Docker, as an attacker would try them: exec, attach, portforward, proxy, log, binding, eviction and status.
+real Docker, as an attacker would try them: exec, attach, portforward, proxy, log, binding, eviction, status and
+ephemeralcontainers, and a service's proxy.
 
 What each identity may do is Kubernetes' answer for its roles (the bootstrap policy, the Node authorizer and
-NodeRestriction). A refusal must be a 403 (401 for anonymous); an allowed request must get past authorization (it
-may still fail for other reasons: a subresource minik does not serve yet is a 404 for those allowed to ask)."""
+NodeRestriction). Adding ephemeral containers is in no built-in role but cluster-admin (and the garbage collector's
+patch on everything), as in Kubernetes: it bypasses what admission checked of the pod. A refusal must be a 403 (401
+for anonymous); an allowed request must get past authorization (it may still fail for other reasons: a subresource
+minik does not serve yet is a 404 for those allowed to ask)."""
 
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from minik import kubeconfig
 from minik.apiserver.auth.credentials import mint
 from minik.apiserver.request import User
 from tests.e2e.kubectl_helpers import KUBECTL
-from tests.kubelet.docker_helpers import NODE, DockerNode, busybox, docker_cluster
+from tests.kubelet.docker_helpers import BUSYBOX, NODE, DockerNode, busybox, docker_cluster
 from tests.kubelet.helpers import phase, pod_manifest, wait_for_pod
 
 POD = "/api/v1/namespaces/default/pods/target"
@@ -42,10 +45,21 @@ OPERATIONS: list[tuple[str, str, str, Any]] = [
     ("eviction", "POST", "/eviction", {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "target"},
                                        "deleteOptions": {"dryRun": ["All"]}}),
     ("status", "PATCH", "/status?dryRun=All", {"status": {"conditions": [{"type": "Hacked", "status": "True"}]}}),
+    ("ephemeralcontainers", "GET", "/ephemeralcontainers", None),
+    ("ephemeralcontainers", "PATCH", "/ephemeralcontainers?dryRun=All", {"spec": {"ephemeralContainers": [
+        {"name": "intruder", "image": BUSYBOX, "targetContainerName": "app", "stdin": True, "tty": True}]}}),
 ]
-EVERYTHING = {(name, method) for name, method, _, _ in OPERATIONS}
+#: (name, method, path, body) on a service's subresources (the service need not exist: an allowed request is a 404)
+SERVICE = "/api/v1/namespaces/default/services/target:80"
+SERVICE_OPERATIONS: list[tuple[str, str, str, Any]] = [
+    ("services/proxy", "GET", "/proxy/", None),
+    ("services/proxy", "POST", "/proxy/", None),
+    ("services/proxy", "DELETE", "/proxy/x", None),
+]
+EVERYTHING = {(name, method) for name, method, _, _ in OPERATIONS + SERVICE_OPERATIONS}
 EDIT = {("log", "GET"), ("exec", "GET"), ("exec", "POST"), ("attach", "GET"), ("attach", "POST"),
-        ("portforward", "GET"), ("proxy", "GET"), ("eviction", "POST")}
+        ("portforward", "GET"), ("proxy", "GET"), ("eviction", "POST"), ("services/proxy", "GET"),
+        ("services/proxy", "POST"), ("services/proxy", "DELETE")}
 
 #: identity -> what it may do (everything else must be refused)
 EXPECTED: dict[str, set[tuple[str, str]]] = {
@@ -59,7 +73,9 @@ EXPECTED: dict[str, set[tuple[str, str]]] = {
     "scheduler": {("binding", "POST"), ("status", "PATCH")},
     "proxy": set(),
     # get, patch and update on '*' cover subresources, as in Kubernetes; exec, attach and port-forward need create
-    "a garbage collector": {("log", "GET"), ("proxy", "GET"), ("status", "PATCH")},
+    "a garbage collector": {("log", "GET"), ("proxy", "GET"), ("status", "PATCH"), ("services/proxy", "GET"),
+                            ("services/proxy", "DELETE"), ("ephemeralcontainers", "GET"),
+                            ("ephemeralcontainers", "PATCH")},  # its role deletes anything, as Kubernetes' does
     "a user with no bindings": set(),
     "anonymous": set(),
 }
@@ -102,8 +118,9 @@ async def test_every_identity_gets_exactly_its_subresources_of_a_running_pod(nod
     tokens = await identities(node)
     wrong: list[str] = []
     for who, token in tokens.items():
-        for name, method, suffix, body in OPERATIONS:
-            status, answer, _ = await raw(node.cluster, method, POD + suffix, token,
+        for name, method, path, body in [(n, m, POD + p, b) for n, m, p, b in OPERATIONS] + \
+                [(n, m, SERVICE + p, b) for n, m, p, b in SERVICE_OPERATIONS]:
+            status, answer, _ = await raw(node.cluster, method, path, token,
                                           **({"json": body} if body is not None else {}),
                                           **({"headers": {"Content-Type": "application/merge-patch+json"}}
                                              if method == "PATCH" else {}))
@@ -112,7 +129,8 @@ async def test_every_identity_gets_exactly_its_subresources_of_a_running_pod(nod
             if (allowed and status in (401, 403)) or (not allowed and status != refusal):
                 wrong.append(f"{who}: {method} {name} -> {status} {answer.get('message', '')[:120]}")
     assert not wrong, "\n".join(wrong)
-    assert (await node.client.get("pods", "target", "default"))["metadata"].get("deletionTimestamp") is None
+    pod = await node.client.get("pods", "target", "default")
+    assert pod["metadata"].get("deletionTimestamp") is None and "ephemeralContainers" not in pod["spec"]
 
 
 async def test_a_view_token_cannot_exec_into_a_pod_with_kubectl(node: DockerNode, tmp_path: Path) -> None:

@@ -43,6 +43,7 @@ __all__ = [
 # issue 20's general-purpose kinds (kept apart, so that other branches' additions above merge cleanly)
 from minik.api.kinds.apiregistration import APIServiceStrategy  # noqa: E402
 from minik.api.kinds.certificates import CertificateSigningRequestStrategy  # noqa: E402
+from minik.api.kinds.controllerrevision import ControllerRevisionStrategy  # noqa: E402
 from minik.api.kinds.events import EventsV1Strategy, SharedStorageType  # noqa: E402
 from minik.api.kinds.limitrange import LimitRangeStrategy  # noqa: E402
 from minik.api.kinds.node import RuntimeClassStrategy  # noqa: E402
@@ -50,6 +51,7 @@ from minik.api.kinds.podtemplate import PodTemplateStrategy  # noqa: E402
 from minik.api.kinds.resourcequota import ResourceQuotaStrategy  # noqa: E402
 
 __all__ += ["APIServiceStrategy", "CertificateSigningRequestStrategy", "EventsV1Strategy", "SharedStorageType", "LimitRangeStrategy", "PodTemplateStrategy", "ResourceQuotaStrategy", "RuntimeClassStrategy"]
+__all__ += ["ControllerRevisionStrategy"]
 
 # issue 21's storage kinds
 from minik.api.kinds.storage import (  # noqa: E402
@@ -59,3 +61,8 @@ from minik.api.kinds.storage import (  # noqa: E402
 )
 
 __all__ += ["PersistentVolumeClaimStrategy", "PersistentVolumeStrategy", "StorageClassStrategy"]
+
+# issue 21: disruption budgets
+from minik.api.kinds.policy import PodDisruptionBudgetStrategy  # noqa: E402
+
+__all__ += ["PodDisruptionBudgetStrategy"]

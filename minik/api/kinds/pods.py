@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 from minik.api import validation as v
+from minik.api.kinds import ephemeral
 from minik.api.kinds.common import Causes, Obj, dict_at, dicts_at, list_at
 from minik.api.kinds.podspec import default_pod, pod_qos_class
 from minik.api.kinds.podvalidation import MAX_INT32, validate_pod_spec, validate_tolerations
@@ -168,7 +169,23 @@ class PodStrategy(Strategy):
         default_pod(obj)
 
     def _validate_pod(self, obj: Obj) -> Causes:
-        return super().validate(obj) + validate_pod_spec(obj.get("spec"), "spec", in_pod=True)
+        causes = super().validate(obj) + validate_pod_spec(obj.get("spec"), "spec", in_pod=True)
+        spec = obj.get("spec")
+        if isinstance(spec, dict) and spec.get("ephemeralContainers"):
+            causes += ephemeral.validate_ephemeral_containers(spec)
+        return causes
+
+    def prepare_for_subresource_update(self, subresource: str, obj: Obj, old: Obj) -> None:
+        if subresource == ephemeral.SUBRESOURCE:
+            ephemeral.prepare_update(obj, old)
+        else:
+            super().prepare_for_subresource_update(subresource, obj, old)
+
+    def validate_subresource_update(self, subresource: str, obj: Obj, old: Obj) -> Causes:
+        if subresource != ephemeral.SUBRESOURCE:
+            return super().validate_subresource_update(subresource, obj, old)
+        return v.validate_object_meta_update(obj.get("metadata"), old.get("metadata")) + self._validate_pod(obj) + \
+            ephemeral.validate_update(obj, old)
 
     def validate(self, obj: Obj) -> Causes:
         causes = self._validate_pod(obj)

@@ -239,6 +239,12 @@ def _validate_container(c: Obj, path: str, volumes: set[str], *, init: bool, in_
     return causes
 
 
+def validate_ephemeral_container_common(container: Obj, path: str, volumes: set[str]) -> Causes:
+    """What an ephemeral container shares with the others (image, env, volume mounts...); the fields it may not
+    set are checked, and left out, by the caller (minik.api.kinds.ephemeral)."""
+    return _validate_container(container, path, volumes, init=False, in_pod=True)
+
+
 #: a projected token's shortest and longest lifetime (what the TokenRequest API issues)
 MIN_TOKEN_SECONDS, MAX_TOKEN_SECONDS = 600, 1 << 32
 

@@ -11,7 +11,9 @@ A namespace chooses a level (privileged, baseline, restricted) for each mode wit
   pods will be checked when they are created;
 - **audit**: the violation is logged (``pod-security.kubernetes.io/audit-violations``), the request succeeds.
 
-Pods are checked when created and when an update changes their spec; status and other subresources are not.
+Pods are checked when created and when an update changes their spec, through the ephemeralcontainers subresource
+too (a debug container is held to the namespace's level, as in Kubernetes); status and the other subresources are
+not.
 Setting an enforce level on a namespace warns about the pods already in it that would violate it.
 """
 
@@ -31,6 +33,8 @@ log = structlog.get_logger("minik.admission.podsecurity")
 Obj = dict[str, Any]
 
 LABEL_PREFIX = "pod-security.kubernetes.io/"
+#: what a write may go through and still be checked: the object itself, or a pod's ephemeral containers
+_CHECKED_SUBRESOURCES = (None, "ephemeralcontainers")
 MODES = ("enforce", "warn", "audit")
 
 #: (group, plural) -> where the pod template is in the object
@@ -78,7 +82,8 @@ class PodSecurity:
         if (group, plural) == ("", "namespaces"):
             await self._namespace(attrs)
             return
-        if attrs.operation not in ("CREATE", "UPDATE") or attrs.subresource is not None or attrs.obj is None:
+        if attrs.operation not in ("CREATE", "UPDATE") or attrs.subresource not in _CHECKED_SUBRESOURCES or \
+                attrs.obj is None:
             return
         if (group, plural) == ("", "pods"):
             pod_path: tuple[str, ...] = ()

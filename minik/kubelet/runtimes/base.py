@@ -12,6 +12,11 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from minik.kubelet.runtimes.errors import RuntimeFailure
+from minik.kubelet.runtimes.security import SecurityConfig
+
+__all__ = ["RuntimeFailure", "SecurityConfig"]
+
 Obj = dict[str, Any]
 
 #: how much of a one-shot command's output is kept (probe and hook messages quote it; Kubernetes keeps 10 KiB)
@@ -19,16 +24,6 @@ MAX_EXEC_OUTPUT = 10 * 1024
 
 #: called with a pod uid whenever something of that pod changed in the runtime (a container exited...)
 OnChange = Callable[[str], None]
-
-
-class RuntimeFailure(Exception):
-    """A runtime operation failed; ``reason`` is the Kubernetes waiting reason to show
-    (ErrImagePull, CreateContainerConfigError, CreateContainerError, RunContainerError...)."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
 
 
 @dataclass
@@ -54,6 +49,17 @@ class ContainerConfig:
     tty: bool = False
     stdin: bool = False
     init: bool = False
+    security: SecurityConfig = field(default_factory=SecurityConfig)
+    termination_message_file: str = ""
+    """the host file mounted at the container's terminationMessagePath (empty: none)"""
+    termination_message_policy: str = "File"
+    """File, or FallbackToLogsOnError: the end of the log when the file is empty and the container failed"""
+    stdin_once: bool = False
+    """stdin closes when the first attached client lets go of it (the container's stdinOnce)"""
+    pid_namespace_of: str | None = None
+    """The id of a running container whose process namespace this one joins (an ephemeral container's
+    targetContainerName)."""
+    ephemeral: bool = False
 
 
 @dataclass
@@ -137,6 +143,10 @@ class Runtime(Protocol):
     simulated: bool
     """No real containers (the fake runtime): probes and hooks count as passed without running."""
 
+    def unsupported(self, security: SecurityConfig) -> list[str]:
+        """The securityContext fields of ``security`` this runtime cannot honour (SecurityConfig.set_fields
+        names); the kubelet refuses to start a container that asks for any of them."""
+
     async def start(self, on_change: OnChange) -> None:
         """Connect; from now on call ``on_change(uid)`` whenever a pod's containers change on their own."""
 
@@ -173,6 +183,11 @@ class Runtime(Protocol):
     async def exec(self, container_id: str, command: list[str], *, stdin: bool = False,
                    tty: bool = False) -> ExecSession:
         """Start ``command`` in a running container; RuntimeFailure when it cannot start."""
+
+    async def attach(self, container_id: str, *, stdin: bool = False, tty: bool = False) -> ExecSession:
+        """Attach to the streams of a running container's main process (`kubectl attach`): its output from now
+        on, and its stdin when it was started with one. Closing the session detaches; the process runs on (unless
+        its stdin was stdinOnce: then it reads EOF). RuntimeFailure when the runtime cannot attach."""
 
     def logs(self, container_id: str, *, follow: bool = False, tail_lines: int | None = None,
              since_seconds: int | None = None, timestamps: bool = False) -> AsyncIterator[bytes]:

@@ -13,6 +13,7 @@ import json
 import time
 from collections.abc import AsyncIterator
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import aiodocker
@@ -21,6 +22,7 @@ from aiodocker.containers import DockerContainer
 
 from minik.aio import Backoff, start_task, stop_task
 from minik.api.quantity import parse_quantity
+from minik.kubelet.dns import CLUSTER_DOMAIN, pod_hostname
 from minik.kubelet.runtimes.base import (
     ContainerConfig,
     ContainerInfo,
@@ -30,8 +32,11 @@ from minik.kubelet.runtimes.base import (
     RuntimeFailure,
     SandboxInfo,
 )
-from minik.kubelet.runtimes.docker_exec import DockerExec, docker_message
+from minik.kubelet.runtimes.docker_exec import DockerAttach, DockerExec, docker_message
+from minik.kubelet.runtimes.docker_security import docker_security, sandbox_sysctls, unsupported
 from minik.kubelet.runtimes.images import PAUSE_IMAGE, build_pause
+from minik.kubelet.runtimes.security import SecurityConfig, verify_run_as_non_root
+from minik.kubelet.runtimes.termination import TerminationMessages
 
 if TYPE_CHECKING:
     from minik.kubelet.dns import ClusterDns
@@ -46,8 +51,11 @@ NAME = "io.kubernetes.pod.name"
 CONTAINER = "io.kubernetes.container.name"
 ATTEMPT = "minik.io/attempt"
 INIT = "minik.io/init"
+EPHEMERAL = "minik.io/ephemeral"
 NODE = "minik.io/node"
 KUBELET = "minik.io/kubelet"
+MESSAGE_FILE = "minik.io/termination-message-file"
+MESSAGE_POLICY = "minik.io/termination-message-policy"
 SANDBOX = "POD"
 
 
@@ -64,8 +72,12 @@ class DockerRuntime:
     simulated = False
     needs_config = True
 
-    def __init__(self, kubelet_id: str, pause_image: str = PAUSE_IMAGE, url: str | None = None) -> None:
+    def __init__(self, kubelet_id: str, pause_image: str = PAUSE_IMAGE, url: str | None = None,
+                 seccomp_dir: Path | None = None) -> None:
         self.kubelet_id = kubelet_id
+        self.seccomp_dir = seccomp_dir
+        """where seccompProfile type Localhost finds its profiles (the kubelet's DATA_DIR/seccomp)"""
+        self._messages = TerminationMessages(self._log_tail)
         self.pause_image = pause_image
         self.url = url
         self.docker: aiodocker.Docker | None = None
@@ -76,6 +88,9 @@ class DockerRuntime:
         self._pause_lock = asyncio.Lock()
         self.dns: ClusterDns | None = None
         """Gives each pod's sandbox its resolver configuration (minik.kubelet.dns); None: Docker's default."""
+
+    def unsupported(self, security: SecurityConfig) -> list[str]:
+        return unsupported(security)
 
     @property
     def _d(self) -> aiodocker.Docker:
@@ -161,17 +176,29 @@ class DockerRuntime:
             status = "running" if running else ("created" if docker_state == "created" else "exited")
             exit_code = state.get("ExitCode") if status == "exited" else None
             reason = ""
+            message = str(state.get("Error") or "")
             if status == "exited":
                 reason = "OOMKilled" if state.get("OOMKilled") else ("Completed" if exit_code == 0 else "Error")
+                message = await self._messages.read(summary["Id"], labels.get(MESSAGE_FILE, ""),
+                                                    labels.get(MESSAGE_POLICY, ""), exit_code) or message
             record.containers.append(ContainerInfo(
                 summary["Id"], labels.get(CONTAINER, ""), int(labels.get(ATTEMPT, "0")), status, exit_code, reason,
-                str(state.get("Error") or ""), _epoch(state.get("StartedAt")), _epoch(state.get("FinishedAt")),
+                message, _epoch(state.get("StartedAt")), _epoch(state.get("FinishedAt")),
                 summary.get("Image", ""), f"docker-pullable://{summary.get('ImageID', '')}",
                 labels.get(INIT) == "true"))
         known = {s["Id"] for s in summaries}
         for cid in [c for c in self._inspected if c not in known]:
             del self._inspected[cid]
         return records
+
+    async def _log_tail(self, container_id: str, lines: int) -> bytes:
+        output = bytearray()
+        try:
+            async for chunk in self.logs(container_id, tail_lines=lines):
+                output += chunk
+        except (RuntimeFailure, aiodocker.DockerError):
+            return b""
+        return bytes(output)
 
     async def pods(self) -> dict[str, PodRecord]:
         return await self._records(await self._list())
@@ -228,11 +255,15 @@ class DockerRuntime:
             self._pause_ready = True
 
     # -- running ----------------------------------------------------------------------------------------------
-    def _labels(self, pod: Obj, container: str, attempt: int, init: bool = False) -> dict[str, str]:
+    def _labels(self, pod: Obj, container: str, attempt: int, init: bool = False,
+                ephemeral: bool = False) -> dict[str, str]:
         meta = pod["metadata"]
-        return {UID: meta["uid"], NAMESPACE: meta.get("namespace", ""), NAME: meta["name"], CONTAINER: container,
-                ATTEMPT: str(attempt), INIT: "true" if init else "false",
-                NODE: (pod.get("spec") or {}).get("nodeName", ""), KUBELET: self.kubelet_id}
+        labels = {UID: meta["uid"], NAMESPACE: meta.get("namespace", ""), NAME: meta["name"], CONTAINER: container,
+                  ATTEMPT: str(attempt), INIT: "true" if init else "false",
+                  NODE: (pod.get("spec") or {}).get("nodeName", ""), KUBELET: self.kubelet_id}
+        if ephemeral:
+            labels[EPHEMERAL] = "true"
+        return labels
 
     @staticmethod
     def _container_name(pod: Obj, container: str, attempt: int) -> str:
@@ -266,9 +297,13 @@ class DockerRuntime:
                     exposed[key] = {}
                     bindings[key] = [{"HostIp": port.get("hostIP") or "", "HostPort": str(port["hostPort"])}]
         attempt = await self._next_sandbox_attempt(pod)
-        config = {"Image": self.pause_image, "Hostname": pod["metadata"]["name"][:63],
+        hostname, domain = pod_hostname(pod, self.dns.domain if self.dns is not None else CLUSTER_DOMAIN)
+        config: Obj = {"Image": self.pause_image, "Hostname": hostname, "Domainname": domain,
                   "Labels": self._labels(pod, SANDBOX, attempt), "ExposedPorts": exposed,
                   "HostConfig": {"PortBindings": bindings, "IpcMode": "shareable", **await self._dns_config(pod)}}
+        sysctls = sandbox_sysctls(pod)
+        if sysctls:  # the sandbox owns the network and IPC namespaces the pod's sysctls belong to
+            config["HostConfig"]["Sysctls"] = sysctls
         try:
             container = await self._d.containers.create(config, name=self._container_name(pod, SANDBOX, attempt))
             await container.start()
@@ -296,9 +331,19 @@ class DockerRuntime:
             host["Memory"] = int(parse_quantity(str(limits["memory"])))
         if limits.get("cpu"):
             host["NanoCpus"] = int(parse_quantity(str(limits["cpu"])) * 1_000_000_000)
+        if config.pid_namespace_of:
+            host["PidMode"] = f"container:{config.pid_namespace_of}"
+        labels = self._labels(pod, config.name, attempt, config.init, config.ephemeral)
+        if config.termination_message_file:
+            labels[MESSAGE_FILE] = config.termination_message_file
+            labels[MESSAGE_POLICY] = config.termination_message_policy
         create: Obj = {"Image": config.image, "Env": [f"{k}={v}" for k, v in config.env.items()],
-                       "Labels": self._labels(pod, config.name, attempt, config.init), "HostConfig": host,
-                       "Tty": config.tty, "OpenStdin": config.stdin, "AttachStdin": False}
+                       "Labels": labels, "HostConfig": host, "Tty": config.tty, "OpenStdin": config.stdin,
+                       "StdinOnce": config.stdin and config.stdin_once, "AttachStdin": False}
+        user, options = docker_security(config.security, await self._image_user(pod, config), self.seccomp_dir)
+        host.update(options)
+        if user:
+            create["User"] = user
         if config.command:
             create["Entrypoint"] = config.command
             create["Cmd"] = config.args
@@ -320,6 +365,20 @@ class DockerRuntime:
         if attempt >= 2:
             await self._prune(pod["metadata"]["uid"], config.name, attempt)
         return str(container.id)
+
+    async def _image_user(self, pod: Obj, config: ContainerConfig) -> str:
+        """The user the image runs as ("" for root), checked against runAsNonRoot; only looked up when a setting
+        needs it."""
+        security = config.security
+        if not security.run_as_non_root and (security.run_as_group is None or security.run_as_user is not None):
+            return ""
+        try:
+            image = await self._d.images.inspect(config.image)
+        except aiodocker.DockerError as exc:
+            raise RuntimeFailure("CreateContainerError", docker_message(exc)) from None
+        user = str((image.get("Config") or {}).get("User") or "")
+        verify_run_as_non_root(pod, config.name, security, user)
+        return user
 
     async def _create_named(self, config: Obj, name: str) -> DockerContainer:
         """Create a container; one of that name already there is a half-made attempt (a kubelet stopped between
@@ -348,7 +407,7 @@ class DockerRuntime:
 
     async def stop_container(self, container_id: str, grace_seconds: float) -> None:
         try:
-            await self._d.containers.container(container_id).stop(t=max(0, int(grace_seconds)))
+            await self._d.containers.container(container_id).stop(t=max(0, round(grace_seconds)))
         except aiodocker.DockerError as exc:
             if exc.status not in (304, 404):
                 raise
@@ -366,6 +425,10 @@ class DockerRuntime:
     async def exec(self, container_id: str, command: list[str], *, stdin: bool = False,
                    tty: bool = False) -> ExecSession:
         return await DockerExec.start(self._d, container_id, command, stdin=stdin, tty=tty)
+
+    async def attach(self, container_id: str, *, stdin: bool = False, tty: bool = False) -> ExecSession:
+        """`docker attach`: whether the output is a terminal's was decided when the container was created."""
+        return await DockerAttach.start(self._d, container_id, stdin=stdin)
 
     async def logs(self, container_id: str, *, follow: bool = False, tail_lines: int | None = None,
                    since_seconds: int | None = None, timestamps: bool = False) -> AsyncIterator[bytes]:

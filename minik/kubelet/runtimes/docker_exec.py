@@ -1,11 +1,13 @@
 """Commands run inside Docker containers (`docker exec` through the API): one ``DockerExec`` per command, its
-output demultiplexed into stdout and stderr, stdin half-closed on request, its terminal resized."""
+output demultiplexed into stdout and stderr, stdin half-closed on request, its terminal resized. A
+``DockerAttach`` is the same over `docker attach`: the streams of the container's main process."""
 
 from __future__ import annotations
 
 import asyncio
 
 import aiodocker
+from aiodocker.containers import DockerContainer
 from aiodocker.execs import Exec
 from aiodocker.stream import Stream
 
@@ -20,25 +22,12 @@ def docker_message(exc: aiodocker.DockerError) -> str:
     return str(exc.message if hasattr(exc, "message") else exc).strip()
 
 
-class DockerExec:
-    """One running `docker exec`: an ExecSession (minik.kubelet.runtimes.base)."""
+class _Streams:
+    """A hijacked Docker connection carrying a process's stdin, stdout and stderr."""
 
-    def __init__(self, execution: Exec, stream: Stream, stdin: bool) -> None:
-        self._exec = execution
+    def __init__(self, stream: Stream, stdin: bool) -> None:
         self._stream = stream
         self._stdin_open = stdin
-
-    @classmethod
-    async def start(cls, docker: aiodocker.Docker, container_id: str, command: list[str], *, stdin: bool,
-                    tty: bool) -> DockerExec:
-        try:
-            execution = await docker.containers.container(container_id).exec(
-                command, stdout=True, stderr=True, stdin=stdin, tty=tty)
-            stream = execution.start(detach=False)
-            await stream.__aenter__()  # connects: the command runs from here on
-        except aiodocker.DockerError as exc:
-            raise RuntimeFailure("ExecError", docker_message(exc)) from None
-        return cls(execution, stream, stdin)
 
     async def read(self) -> tuple[int, bytes] | None:
         try:
@@ -54,7 +43,7 @@ class DockerExec:
             await self._stream.write_in(data)
 
     async def close_stdin(self) -> None:
-        """Half-close the hijacked connection: the command reads EOF, its output keeps coming."""
+        """Half-close the hijacked connection: the process reads EOF, its output keeps coming."""
         if not self._stdin_open:
             return
         self._stdin_open = False
@@ -63,6 +52,29 @@ class DockerExec:
         transport = response.connection.transport if response is not None and response.connection else None
         if transport is not None and transport.can_write_eof():
             transport.write_eof()
+
+    async def close(self) -> None:
+        await self._stream.close()
+
+
+class DockerExec(_Streams):
+    """One running `docker exec`: an ExecSession (minik.kubelet.runtimes.base)."""
+
+    def __init__(self, execution: Exec, stream: Stream, stdin: bool) -> None:
+        super().__init__(stream, stdin)
+        self._exec = execution
+
+    @classmethod
+    async def start(cls, docker: aiodocker.Docker, container_id: str, command: list[str], *, stdin: bool,
+                    tty: bool) -> DockerExec:
+        try:
+            execution = await docker.containers.container(container_id).exec(
+                command, stdout=True, stderr=True, stdin=stdin, tty=tty)
+            stream = execution.start(detach=False)
+            await stream.__aenter__()  # connects: the command runs from here on
+        except aiodocker.DockerError as exc:
+            raise RuntimeFailure("ExecError", docker_message(exc)) from None
+        return cls(execution, stream, stdin)
 
     async def resize(self, width: int, height: int) -> None:
         if width > 0 and height > 0:
@@ -84,5 +96,30 @@ class DockerExec:
                 return None
             await asyncio.sleep(0.02)
 
-    async def close(self) -> None:
-        await self._stream.close()
+
+class DockerAttach(_Streams):
+    """An attachment to a running container's main process: an ExecSession whose end is a detach."""
+
+    def __init__(self, container: DockerContainer, stream: Stream, stdin: bool) -> None:
+        super().__init__(stream, stdin)
+        self._container = container
+
+    @classmethod
+    async def start(cls, docker: aiodocker.Docker, container_id: str, *, stdin: bool) -> DockerAttach:
+        container = docker.containers.container(container_id)
+        try:
+            stream = container.attach(stdout=True, stderr=True, stdin=stdin)
+            await stream.__aenter__()  # connects: output from here on reaches the session
+        except aiodocker.DockerError as exc:
+            raise RuntimeFailure("AttachError", docker_message(exc)) from None
+        return cls(container, stream, stdin)
+
+    async def resize(self, width: int, height: int) -> None:
+        if width > 0 and height > 0:
+            try:
+                await self._container.resize(w=width, h=height)
+            except aiodocker.DockerError:
+                pass  # the container stopped, or it has no terminal
+
+    async def exit_code(self) -> int | None:
+        return None  # an attachment has no exit code of its own: the container's shows in the pod's status

@@ -29,6 +29,7 @@ from minik.kubelet.runtimes.base import (
     RuntimeFailure,
     SandboxInfo,
 )
+from minik.kubelet.runtimes.security import SecurityConfig
 
 Obj = dict[str, Any]
 
@@ -71,6 +72,9 @@ class FakeRuntime:
         self._ips = itertools.count(0)
         self._timers: dict[str, asyncio.TimerHandle] = {}  # container id -> its next transition
         self._on_change: OnChange = lambda uid: None
+
+    def unsupported(self, security: SecurityConfig) -> list[str]:
+        return []  # nothing runs: there is nothing to confine
 
     async def start(self, on_change: OnChange) -> None:
         self._on_change = on_change
@@ -183,6 +187,12 @@ class FakeRuntime:
         found = self._find(container_id)
         if found is None or found[1].state != "running":
             raise RuntimeFailure("ExecError", f"container {container_id} is not running")
+        return _FakeExec()
+
+    async def attach(self, container_id: str, *, stdin: bool = False, tty: bool = False) -> ExecSession:
+        found = self._find(container_id)
+        if found is None or found[1].state != "running":
+            raise RuntimeFailure("AttachError", f"container {container_id} is not running")
         return _FakeExec()
 
     async def logs(self, container_id: str, *, follow: bool = False, tail_lines: int | None = None,

@@ -12,6 +12,7 @@ import asyncio
 import itertools
 import os
 import signal
+import subprocess
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -31,6 +32,8 @@ from minik.kubelet.runtimes.base import (
     SandboxInfo,
 )
 from minik.kubelet.runtimes.process_exec import ProcessExec
+from minik.kubelet.runtimes.process_security import popen_options, unsupported
+from minik.kubelet.runtimes.security import SecurityConfig, verify_run_as_non_root
 from minik.pki.files import open_private
 
 log = structlog.get_logger("minik.kubelet.process")
@@ -56,10 +59,14 @@ class ProcessRuntime:
         self._processes: dict[str, asyncio.subprocess.Process] = {}
         self._waiters: dict[str, asyncio.Task[None]] = {}
         self._log_paths: dict[str, Path] = {}
-        self._contexts: dict[str, tuple[dict[str, str], str | None]] = {}  # container id -> (env, working dir)
+        #: container id -> (env, working dir, subprocess options): what an exec in the container runs with
+        self._contexts: dict[str, tuple[dict[str, str], str | None, dict[str, Any]]] = {}
         self._ids = itertools.count(1)
         self._on_change: OnChange = lambda uid: None
         self._address = host_address()
+
+    def unsupported(self, security: SecurityConfig) -> list[str]:
+        return unsupported(security)
 
     async def start(self, on_change: OnChange) -> None:
         self._on_change = on_change
@@ -92,6 +99,7 @@ class ProcessRuntime:
         if not argv:
             raise RuntimeFailure("RunContainerError", "the process runtime runs a container's command; "
                                                       f"container {config.name!r} has none")
+        verify_run_as_non_root(pod, config.name, config.security, str(os.geteuid()))  # the "image" runs as we do
         uid = pod["metadata"]["uid"]
         container_id = f"{self.kubelet_id}-{next(self._ids)}"
         log_path = self.logs_dir / uid / f"{config.name}-{attempt}.log"
@@ -102,13 +110,15 @@ class ProcessRuntime:
         if config.working_dir:
             is_dir: bool = await asyncio.to_thread(os.path.isdir, config.working_dir)
             cwd = config.working_dir if is_dir else None
+        options = popen_options(config.security)
         with os.fdopen(open_private(log_path), "ab") as output:  # a container's output: owner only
             try:
                 process = await asyncio.create_subprocess_exec(
                     *argv, stdin=asyncio.subprocess.DEVNULL, stdout=output, stderr=output, env=env, cwd=cwd,
-                    start_new_session=True)
-            except OSError as exc:
-                raise RuntimeFailure("RunContainerError", f"cannot run {argv[0]!r}: {exc.strerror or exc}") from None
+                    start_new_session=True, **options)
+            except (OSError, subprocess.SubprocessError) as exc:
+                raise RuntimeFailure("RunContainerError",
+                                     f"cannot run {argv[0]!r}: {getattr(exc, 'strerror', None) or exc}") from None
         info = ContainerInfo(container_id, config.name, attempt, "running", started_at=time.time(),
                              image=config.image, image_id="", init=config.init)
         record = self._pods[uid]
@@ -116,7 +126,7 @@ class ProcessRuntime:
         record.containers.append(info)
         self._processes[container_id] = process
         self._log_paths[container_id] = log_path
-        self._contexts[container_id] = (env, config.working_dir)
+        self._contexts[container_id] = (env, config.working_dir, options)
         self._waiters[container_id] = start_task(self._wait(uid, info, process), f"process {container_id}")
         return container_id
 
@@ -169,8 +179,13 @@ class ProcessRuntime:
                    tty: bool = False) -> ExecSession:
         if container_id not in self._processes:
             raise RuntimeFailure("ExecError", f"container {container_id} is not running")
-        env, cwd = self._contexts[container_id]
-        return await ProcessExec.start(command, env, cwd, stdin=stdin, tty=tty)
+        env, cwd, options = self._contexts[container_id]
+        return await ProcessExec.start(command, env, cwd, stdin=stdin, tty=tty, options=options)
+
+    async def attach(self, container_id: str, *, stdin: bool = False, tty: bool = False) -> ExecSession:
+        """A process's streams go to its log file, not to a terminal anyone could attach to."""
+        raise RuntimeFailure("AttachError", "the process runtime cannot attach to a container: its output goes to "
+                                            "its log (kubectl logs -f)")
 
     async def logs(self, container_id: str, *, follow: bool = False, tail_lines: int | None = None,
                    since_seconds: int | None = None, timestamps: bool = False) -> AsyncIterator[bytes]:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import os
+import subprocess
+from typing import Any
 
 from minik.aio import start_task, stop_task
 from minik.kubelet.runtimes.base import RuntimeFailure
@@ -29,7 +31,8 @@ class ProcessExec:
 
     @classmethod
     async def start(cls, command: list[str], env: dict[str, str], cwd: str | None, *, stdin: bool,
-                    tty: bool) -> ProcessExec:
+                    tty: bool, options: dict[str, Any] | None = None) -> ProcessExec:
+        """``options``: further subprocess options (the container's user and groups, as its process has)."""
         if not command:
             raise RuntimeFailure("ExecError", "no command given")
         workdir: str | None = None
@@ -41,9 +44,10 @@ class ProcessExec:
                 *command, stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT if tty else asyncio.subprocess.PIPE,
                 env=env, cwd=workdir,
-                start_new_session=True)
-        except OSError as exc:
-            raise RuntimeFailure("ExecError", f"cannot run {command[0]!r}: {exc.strerror or exc}") from None
+                start_new_session=True, **(options or {}))
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise RuntimeFailure("ExecError",
+                                 f"cannot run {command[0]!r}: {getattr(exc, 'strerror', None) or exc}") from None
         return cls(process)
 
     async def _pump(self, channel: int, reader: asyncio.StreamReader) -> None:

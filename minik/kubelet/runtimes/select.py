@@ -56,7 +56,7 @@ async def open_runtime(kind: str, data_dir: Path) -> Runtime:
     if kind == "docker":
         from minik.kubelet.runtimes.docker import DockerRuntime
 
-        return DockerRuntime(kubelet_id(data_dir))
+        return DockerRuntime(kubelet_id(data_dir), seccomp_dir=data_dir / "seccomp")
     if kind == "process":
         from minik.kubelet.runtimes.process import ProcessRuntime
 

@@ -273,6 +273,16 @@ def controller_roles() -> dict[str, tuple[str, list[Obj]]]:
             rule(("create",), ("",), ("pods/binding",)),
             rule(("create", "delete", "get", "list", "patch", "update", "watch"), ("apps",),
                  ("controllerrevisions",)), events()]),
+        "statefulset": ("statefulset-controller", [
+            rule(("list", "watch"), ("",), ("pods",)),
+            rule(("list", "watch"), ("apps",), ("statefulsets",)),
+            rule(("update",), ("apps",), ("statefulsets/status", "statefulsets/finalizers")),
+            rule(("create", "delete", "get", "patch", "update"), ("",), ("pods",)),
+            rule(("create", "delete", "get", "list", "patch", "update", "watch"), ("apps",),
+                 ("controllerrevisions",)),
+            rule(("create", "get"), ("",), ("persistentvolumeclaims",)),
+            # the retention policy (StatefulSetAutoDeletePVC) re-owns and deletes claims
+            rule(("delete", "update"), ("",), ("persistentvolumeclaims",)), events()]),
         "job": ("job-controller", [
             rule(("get", "list", "patch", "update", "watch"), ("batch",), ("jobs",)),
             rule(("update",), ("batch",), ("jobs/status", "jobs/finalizers")),
@@ -321,6 +331,15 @@ def controller_roles() -> dict[str, tuple[str, list[Obj]]]:
         "csrapproving": ("certificate-controller", _certificate_controller_rules()),
         # minik's own: Kubernetes expires Events with etcd leases, minik with a controller
         "event-ttl": ("event-ttl-controller", [rule(("delete", "list", "watch"), ("",), ("events",))]),
+        "disruption": ("disruption-controller", [
+            rule(READ, ("extensions", "apps"), ("deployments",)),
+            rule(READ, ("apps", "extensions"), ("replicasets",)),
+            rule(READ, ("",), ("replicationcontrollers",)),
+            rule(READ, ("policy",), ("poddisruptionbudgets",)),
+            rule(READ, ("apps",), ("statefulsets",)),
+            rule(("update",), ("policy",), ("poddisruptionbudgets/status",)),
+            rule(("get",), ("*",), ("*/scale",)),
+            rule(("patch", "update"), ("",), ("pods/status",)), events()]),
         # issue 21's storage (minik patches where Kubernetes updates: patch is added)
         "persistentvolume-binder": ("persistent-volume-binder", [
             rule(("create", "delete", "get", "list", "patch", "update", "watch"), ("",), ("persistentvolumes",)),
