@@ -3,13 +3,15 @@
 
 A real `minik up` in its own process (scheduler, controllers, simulated nodes; `--sync NORMAL`, plain HTTP on
 loopback with the admin's token). The harness creates N claims of the default class (local-path,
-WaitForFirstConsumer), each with a pod that mounts it (32 requests in flight), and watches the claims: the time
+WaitForFirstConsumer), each with a pod that mounts it (4 pairs in flight: a steady stream, as workloads start),
+and watches the claims: the time
 from the scheduler's choice (the claim's volume.kubernetes.io/selected-node annotation appears) to the claim Bound
 is the figure, as p50 and p99; so is the whole way from the claim's create to Bound. The goal is a p99 under 1 s
 once the pod is scheduled.
 
-The anchor, measured in the same run on the same cluster, is the scheduling of as many bare pods (no volumes):
-p99 of a pod's create to its spec.nodeName set, what one pass of the scheduler costs under the same load.
+The anchor, measured in the same run on the same cluster, is the scheduling of as many bare pods (no volumes,
+as many in flight): p99 of a pod's create to its spec.nodeName set, what one pass of the scheduler costs under
+the same load.
 
     python scripts/bench_pvc.py [--claims 200] [--nodes 10]
 """
@@ -36,7 +38,9 @@ import benchlib  # noqa: E402
 from minik.api.errors import StatusError  # noqa: E402
 from minik.client import Client  # noqa: E402
 
-CONNECTIONS = 32
+#: claims (each with its pod) created at once: a steady stream, as workloads start, not a burst beyond what the
+#: process can take (its latency would then be queueing)
+IN_FLIGHT = 4
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
 Obj = dict[str, Any]
 
@@ -108,7 +112,8 @@ async def watch_until(api: Client, resource: str, namespace: str, since: str, to
     raise TimeoutError(f"{resource}: not all {total} got there")
 
 
-async def create_all(api: Client, namespace: str, count: int, make: Any, created: dict[str, float]) -> None:
+async def create_all(api: Client, namespace: str, count: int, make: Any, created: dict[str, float],
+                     in_flight: int) -> None:
     names = iter(range(count))
 
     async def creator() -> None:
@@ -118,10 +123,10 @@ async def create_all(api: Client, namespace: str, count: int, make: Any, created
                     created[body["metadata"]["name"]] = time.perf_counter()
                 await api.create(resource, body, namespace)
 
-    await asyncio.gather(*(creator() for _ in range(CONNECTIONS)))
+    await asyncio.gather(*(creator() for _ in range(in_flight)))
 
 
-async def anchor(api: Client, count: int) -> list[float]:
+async def anchor(api: Client, count: int, in_flight: int) -> list[float]:
     """Bare pods: each pod's create to its spec.nodeName, in seconds."""
     await api.create("namespaces", {"metadata": {"name": "anchor"}})
     since = (await api.list("pods", "anchor", limit=1))["metadata"]["resourceVersion"]
@@ -144,14 +149,14 @@ async def anchor(api: Client, count: int) -> list[float]:
                 name = f"anchor-{i:05d}"
                 created[name] = time.perf_counter()
                 await api.create("pods", pod(name, None), "anchor")
-        await asyncio.gather(*(creator() for _ in range(CONNECTIONS)))
+        await asyncio.gather(*(creator() for _ in range(in_flight)))
 
     await make_and_time()
     await watching
     return [placed[n] - created[n] for n in placed]
 
 
-async def claims(api: Client, count: int) -> tuple[list[float], list[float]]:
+async def claims(api: Client, count: int, in_flight: int) -> tuple[list[float], list[float]]:
     """Claims with their pods: (selected node to Bound, claim create to Bound) per claim, in seconds."""
     await api.create("namespaces", {"metadata": {"name": "bench"}})
     since = (await api.list("persistentvolumeclaims", "bench", limit=1))["metadata"]["resourceVersion"]
@@ -170,16 +175,19 @@ async def claims(api: Client, count: int) -> tuple[list[float], list[float]]:
 
     watching = asyncio.create_task(watch_until(api, "persistentvolumeclaims", "bench", since, count, seen))
     await create_all(api, "bench", count, lambda i: [("persistentvolumeclaims", claim(f"data-{i:05d}")),
-                                                     ("pods", pod(f"user-{i:05d}", f"data-{i:05d}"))], created)
+                                                     ("pods", pod(f"user-{i:05d}", f"data-{i:05d}"))], created,
+                     in_flight)
     await watching
+    span = max(bound.values()) - min(created.values())
+    print(f"{count} claims with their pods, first create to last Bound: {span:.1f} s ({count / span:.0f} claims/s)")
     return [bound[n] - selected[n] for n in bound], [bound[n] - created[n] for n in bound]
 
 
-async def measure(url: str, token: str | None, count: int, nodes: int) -> dict[str, list[float]]:
+async def measure(url: str, token: str | None, count: int, nodes: int, in_flight: int) -> dict[str, list[float]]:
     async with Client.http(url, token, timeout_seconds=120) as api:
         await wait_nodes(api, nodes)
-        scheduled = await anchor(api, count)
-        after_scheduling, whole = await claims(api, count)
+        scheduled = await anchor(api, count, in_flight)
+        after_scheduling, whole = await claims(api, count, in_flight)
     return {"anchor": scheduled, "selected_to_bound": after_scheduling, "create_to_bound": whole}
 
 
@@ -187,6 +195,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--claims", type=int, default=200)
     parser.add_argument("--nodes", type=int, default=10)
+    parser.add_argument("--in-flight", type=int, default=IN_FLIGHT, help="creates at once (claim and pod pairs)")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="minik-bench-pvc-") as tmp:
@@ -195,7 +204,7 @@ def main() -> None:
         cluster = start_cluster(data, port, args.nodes)
         try:
             token = benchlib.admin_endpoint(data / "cluster").token
-            result = asyncio.run(measure(f"http://127.0.0.1:{port}", token, args.claims, args.nodes))
+            result = asyncio.run(measure(f"http://127.0.0.1:{port}", token, args.claims, args.nodes, args.in_flight))
         finally:
             stop_cluster(cluster)
     n = args.claims

@@ -53,6 +53,15 @@ POD_CONSTRAINED = frozenset({"cpu", "memory", "requests.cpu", "requests.memory",
 SERVICE_RESOURCES = frozenset({"count/services", "services", "services.nodeports", "services.loadbalancers"})
 
 
+#: a PersistentVolumeClaim's storage, in all and per class (``gold.storageclass.storage.k8s.io/requests.storage``)
+CLAIM_STORAGE = "requests.storage"
+CLASS_SUFFIX = ".storageclass.storage.k8s.io/"
+
+
+def _is_claims(resource: ResourceType) -> bool:
+    return resource.group == "" and resource.plural == "persistentvolumeclaims"
+
+
 def count_name(resource: ResourceType) -> str:
     """``count/pods``, ``count/deployments.apps``: the object count of a resource."""
     return f"count/{resource.group_resource}"
@@ -81,6 +90,9 @@ def matching_names(resource: ResourceType, names: Iterable[str]) -> set[str]:
     own = {count_name(resource)}
     if resource.group == "" and resource.plural in LEGACY_NAMES:
         own.add(resource.plural)
+    if _is_claims(resource):
+        own |= {CLAIM_STORAGE} | {n for n in names if CLASS_SUFFIX in n and n.endswith(
+            ("/" + CLAIM_STORAGE, "/persistentvolumeclaims"))}
     return names & own
 
 
@@ -124,6 +136,24 @@ def usage(resource: ResourceType, obj: Obj, now: float) -> ResourceList:
                                          pod_totals(spec, "limits", overhead=True)))
     elif _is_services(resource):
         result.update(_service_usage(obj))
+    elif _is_claims(resource):
+        result.update(_claim_usage(obj))
+    return result
+
+
+def _claim_usage(claim: Obj) -> ResourceList:
+    """A claim's requested storage, in all and under its class (Kubernetes' PVC quota evaluator)."""
+    spec = dict_at(claim, "spec")
+    result: ResourceList = {}
+    try:
+        size = Quantity.parse(dict_at(dict_at(spec, "resources"), "requests").get("storage"))
+    except ValueError:
+        return result
+    result[CLAIM_STORAGE] = size
+    class_name = spec.get("storageClassName")
+    if class_name:
+        result[f"{class_name}{CLASS_SUFFIX}{CLAIM_STORAGE}"] = size
+        result[f"{class_name}{CLASS_SUFFIX}persistentvolumeclaims"] = ONE
     return result
 
 

@@ -226,7 +226,7 @@ def _disruption(client: Client, factory: InformerFactory, s: ControllerSettings,
     return DisruptionController(client, factory, s.workers, s.clock, r)
 def _volume_binder(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
     from minik.controllers.volumebinder import PersistentVolumeBinder
-    return PersistentVolumeBinder(client, factory, s.workers, s.clock, r)
+    return PersistentVolumeBinder(client, factory, max(s.workers, 8), s.clock, r)  # several writes a claim
 
 
 def _pvc_protection(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
@@ -241,7 +241,13 @@ def _pv_protection(client: Client, factory: InformerFactory, s: ControllerSettin
 
 def _local_path(client: Client, factory: InformerFactory, s: ControllerSettings, r: Recorder | None) -> Controller:
     from minik.controllers.localpath import LocalPathProvisioner
-    return LocalPathProvisioner(client, factory, s.workers, s.clock, r)
+    return LocalPathProvisioner(client, factory, max(s.workers, 8), s.clock, r)
+
+
+def _ephemeral_volume(client: Client, factory: InformerFactory, s: ControllerSettings,
+                      r: Recorder | None) -> Controller:
+    from minik.controllers.ephemeralvolume import EphemeralVolumeController
+    return EphemeralVolumeController(client, factory, s.workers, s.clock, r)
 
 
 #: controller name -> factory (Kubernetes' names, as kube-controller-manager --controllers takes them)
@@ -274,6 +280,7 @@ CONTROLLERS: dict[str, ControllerFactory] = {
     "pvc-protection": _pvc_protection,
     "pv-protection": _pv_protection,
     "local-path-provisioner": _local_path,
+    "ephemeral-volume": _ephemeral_volume,
 }
 
 

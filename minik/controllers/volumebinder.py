@@ -29,12 +29,19 @@ from minik.controllers.base import Controller, InformerFactory, Obj, Recorder, i
 from minik.informers import object_key
 
 CLAIM, VOLUME = "claim|", "volume|"
-#: volumes of a class, for the binder's matching
-BY_CLASS = "storageClassName"
+#: the volumes no claim names, by class: what an unbound claim may bind to
+FREE_BY_CLASS = "free-by-class"
+#: the volumes that name a claim, by NAMESPACE/NAME of the claim
+BY_CLAIM = "by-claim"
 
 
-def _volume_class_index(pv: Obj) -> tuple[str, ...]:
-    return (vol.volume_class(pv),)
+def _free_by_class(pv: Obj) -> tuple[str, ...]:
+    return () if vol.claimed_by(pv) else (vol.volume_class(pv),)
+
+
+def _by_claim(pv: Obj) -> tuple[str, ...]:
+    claimed = vol.claimed_by(pv)
+    return (claimed,) if claimed else ()
 
 
 def claim_ref(claim: Obj) -> Obj:
@@ -53,7 +60,9 @@ class PersistentVolumeBinder(Controller):
         self.volumes = factory.informer("persistentvolumes")
         self.classes = factory.informer("storageclasses.storage.k8s.io")
         self.nodes = factory.informer("nodes")  # the selected node's labels, for volumes' node affinity
-        self.volumes.add_indexers({BY_CLASS: _volume_class_index})
+        #: claims whose WaitForFirstConsumer event was recorded
+        self._told_waiting: set[str] = set()
+        self.volumes.add_indexers({FREE_BY_CLASS: _free_by_class, BY_CLAIM: _by_claim})
         self.claims.add_handlers(self._claim_changed, lambda old, new: self._claim_changed(new),
                                  self._claim_gone)
         self.volumes.add_handlers(self._volume_changed, lambda old, new: self._volume_changed(new),
@@ -65,12 +74,12 @@ class PersistentVolumeBinder(Controller):
         self.queue.add(CLAIM + object_key(claim))
 
     def _claim_gone(self, claim: Obj) -> None:
+        self._told_waiting.discard(claim["metadata"].get("uid", ""))
         volume_name = (claim.get("spec") or {}).get("volumeName")
         if volume_name:
             self.queue.add(VOLUME + volume_name)
-        for pv in self.volumes.by_index(BY_CLASS, vol.claim_class(claim)):
-            if vol.claimed_by(pv) == vol.claim_key(claim):
-                self.queue.add(VOLUME + object_key(pv))
+        for pv in self.volumes.by_index(BY_CLAIM, vol.claim_key(claim)):
+            self.queue.add(VOLUME + object_key(pv))
 
     def _volume_changed(self, pv: Obj) -> None:
         self.queue.add(VOLUME + object_key(pv))
@@ -121,27 +130,35 @@ class PersistentVolumeBinder(Controller):
         selected = annotations.get(vol.SELECTED_NODE)
         if waits and not selected:
             await self._set_claim_phase(claim, "Pending")
-            self.event(claim, "Normal", "WaitForFirstConsumer",
-                       "waiting for first consumer to be created before binding")
+            uid = claim["metadata"].get("uid", "")
+            if uid not in self._told_waiting:  # once per claim: every write to a claim would repeat it
+                self._told_waiting.add(uid)
+                self.event(claim, "Normal", "WaitForFirstConsumer",
+                           "waiting for first consumer to be created before binding")
             return
         pv = self.find_volume(claim, selected if waits else None)
         if pv is not None:
             await self.bind(pv, claim)
             return
         await self._set_claim_phase(claim, "Pending")
-        provisioner = (storage_class or {}).get("provisioner")
-        if storage_class is None or not provisioner or provisioner == "kubernetes.io/no-provisioner":
-            message = "no persistent volumes available for this claim and no storage class is set" \
-                if storage_class is None else "no volume plugin matched name: " + str(provisioner)
-            if storage_class is not None and provisioner == "kubernetes.io/no-provisioner":
-                message = "no persistent volumes available for this claim"
-            self.event(claim, "Normal", "FailedBinding", message)
+        class_name = vol.claim_class(claim)
+        if class_name and storage_class is None:
+            self.event(claim, "Warning", "ProvisioningFailed",
+                       f'storageclass.storage.k8s.io "{class_name}" not found')
             return
-        if annotations.get(vol.STORAGE_PROVISIONER) != provisioner:
-            meta = claim["metadata"]
-            await self.client.patch("persistentvolumeclaims", meta["name"], {"metadata": {
-                "annotations": {vol.STORAGE_PROVISIONER: provisioner, vol.BETA_STORAGE_PROVISIONER: provisioner},
-                "resourceVersion": meta.get("resourceVersion")}}, meta.get("namespace"))
+        provisioner = str((storage_class or {}).get("provisioner") or "")
+        if storage_class is None or not provisioner:
+            self.event(claim, "Normal", "FailedBinding",
+                       "no persistent volumes available for this claim and no storage class is set")
+            return
+        # handed to the class's provisioner, even kubernetes.io/no-provisioner (nothing answers: an administrator
+        # makes the volume), as Kubernetes' PV controller hands over to an external provisioner
+        if annotations.get(vol.STORAGE_PROVISIONER) == provisioner:
+            return  # handed over already (said once, when it was)
+        meta = claim["metadata"]
+        await self.client.patch("persistentvolumeclaims", meta["name"], {"metadata": {
+            "annotations": {vol.STORAGE_PROVISIONER: provisioner, vol.BETA_STORAGE_PROVISIONER: provisioner},
+            "resourceVersion": meta.get("resourceVersion")}}, meta.get("namespace"))
         self.event(claim, "Normal", "ExternalProvisioning",
                    f"Waiting for a volume to be created either by the external provisioner '{provisioner}' or "
                    f"manually by the system administrator. If volume creation is delayed, please verify that the "
@@ -154,21 +171,25 @@ class PersistentVolumeBinder(Controller):
         uid = claim["metadata"].get("uid")
         node = (self.nodes.get(node_name) or {"metadata": {"name": node_name, "labels": {
             "kubernetes.io/hostname": node_name}}}) if node_name else None
+        class_name = vol.claim_class(claim)
+        for pv in self.volumes.by_index(BY_CLAIM, key):  # pre-bound to this claim (by name, or by its uid)
+            ref_uid = ((pv.get("spec") or {}).get("claimRef") or {}).get("uid")
+            if (not ref_uid or ref_uid == uid) and vol.volume_class(pv) == class_name and self._usable(pv) and \
+                    (node is None or vol.volume_fits_node(pv, node)) and vol.volume_matches(pv, claim):
+                return pv
         best: Obj | None = None
-        for pv in self.volumes.by_index(BY_CLASS, vol.claim_class(claim)):
-            if is_being_deleted(pv) or (pv.get("status") or {}).get("phase") in ("Released", "Failed"):
+        for pv in self.volumes.by_index(FREE_BY_CLASS, class_name):
+            if not self._usable(pv) or not vol.volume_matches(pv, claim):
                 continue
             if node is not None and not vol.volume_fits_node(pv, node):
                 continue
-            claimed = vol.claimed_by(pv)
-            if claimed is not None:
-                ref_uid = ((pv.get("spec") or {}).get("claimRef") or {}).get("uid")
-                if claimed == key and (not ref_uid or ref_uid == uid) and vol.volume_matches(pv, claim):
-                    return pv
-                continue
-            if vol.volume_matches(pv, claim) and (best is None or vol.volume_size(pv) < vol.volume_size(best)):
+            if best is None or vol.volume_size(pv) < vol.volume_size(best):
                 best = pv
         return best
+
+    @staticmethod
+    def _usable(pv: Obj) -> bool:
+        return not is_being_deleted(pv) and (pv.get("status") or {}).get("phase") not in ("Released", "Failed")
 
     async def bind(self, pv: Obj, claim: Obj) -> None:
         """Bind both ways: the volume first (its claimRef is what reserves it), then the claim."""
@@ -235,8 +256,9 @@ class PersistentVolumeBinder(Controller):
             return
         meta = claim["metadata"]
         try:
-            await self.client.patch_status("persistentvolumeclaims", meta["name"], {"status": {"phase": phase}},
-                                           meta.get("namespace"))
+            await self.client.patch_status("persistentvolumeclaims", meta["name"], {
+                "metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": {"phase": phase}},
+                meta.get("namespace"))
         except StatusError as exc:
             if exc.code != 404:
                 raise
@@ -260,6 +282,7 @@ class PersistentVolumeBinder(Controller):
         if claim is not None and claim["metadata"].get("uid") == ref.get("uid"):
             if (claim.get("spec") or {}).get("volumeName") == name:
                 await self._set_volume_phase(pv, "Bound")
+            # else pre-bound (a provisioned volume): the claim's sync binds both, straight to Bound
             return
         if phase not in ("Released", "Failed"):
             pv = await self._set_volume_phase(pv, "Released") or pv
@@ -300,8 +323,9 @@ class PersistentVolumeBinder(Controller):
         if message is not None:
             wanted["message"] = message
         try:
-            fresh: Obj = await self.client.patch_status("persistentvolumes", pv["metadata"]["name"],
-                                                        {"status": wanted})
+            # on the version read: a phase decided from a stale copy must not overwrite a newer one
+            fresh: Obj = await self.client.patch_status("persistentvolumes", pv["metadata"]["name"], {
+                "metadata": {"resourceVersion": pv["metadata"].get("resourceVersion")}, "status": wanted})
             return copy.deepcopy(fresh)
         except StatusError as exc:
             if exc.code != 404:

@@ -292,6 +292,8 @@ class ContainerConfigs:
         uid, namespace = pod["metadata"]["uid"], pod["metadata"]["namespace"]
         if isinstance(volume.get("persistentVolumeClaim"), dict):
             return await self._claimed_path(namespace, volume["persistentVolumeClaim"])
+        if isinstance(volume.get("ephemeral"), dict):  # its claim, made by the ephemeral-volume controller
+            return await self._claimed_path(namespace, {"claimName": f"{pod['metadata']['name']}-{volume['name']}"})
         if volume.get("hostPath"):
             path = Path(volume["hostPath"].get("path", "/"))
             if volume["hostPath"].get("type") in ("DirectoryOrCreate", None, ""):

@@ -89,8 +89,9 @@ class ClusterView(Protocol):
         """A PersistentVolume (None when unknown)."""
         ...
 
-    def volumes(self) -> list[Obj]:
-        """Every PersistentVolume."""
+    def candidate_volumes(self, claim_key: str, class_name: str) -> list[Obj]:
+        """The PersistentVolumes a claim (NAMESPACE/NAME) might bind to: those that name it, and the free ones of
+        its class."""
         ...
 
     def storage_class(self, name: str) -> Obj | None:
@@ -139,7 +140,7 @@ class _EmptyCluster:
     def volume(self, name: str) -> Obj | None:
         return None
 
-    def volumes(self) -> list[Obj]:
+    def candidate_volumes(self, claim_key: str, class_name: str) -> list[Obj]:
         return []
 
     def storage_class(self, name: str) -> Obj | None:
@@ -217,9 +218,9 @@ class Binding(Protocol):
 
     async def patch_claim(self, namespace: str, name: str, patch: Obj) -> None: ...
 
-    async def wait_until(self, done: Any, timeout: float) -> bool:
-        """Wait until ``done()`` (re-checked at every change to claims, volumes or classes) is true; False when
-        ``timeout`` seconds pass first."""
+    async def wait_until(self, done: Any, claims: Sequence[str], timeout: float) -> bool:
+        """Wait until ``done()`` is true, checking it again whenever one of ``claims`` (NAMESPACE/NAME) changes;
+        False when ``timeout`` seconds pass first."""
         ...
 
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from minik.api.selectors import EQUALS, LabelSelector, Requirement, selector_from_dict
+from minik.api.volumes import claimed_by, volume_class
 from minik.scheduler.infos import PodInfo
 
 Obj = dict[str, Any]
@@ -38,6 +39,9 @@ class ClusterObjects:
         self._services: dict[str, dict[str, Mapping[str, str]]] = {}
         self._controllers: dict[tuple[str, str, str], list[Requirement]] = {}
         self._storage: dict[str, dict[str, Obj]] = {resource: {} for resource in VOLUME_RESOURCES}
+        #: volumes by the claim they name (NAMESPACE/NAME), or by class when they name none: a claim's candidates
+        self._claimed: dict[str, dict[str, Obj]] = {}
+        self._free: dict[str, dict[str, Obj]] = {}
 
     # -- feeding ---------------------------------------------------------------------------------------------
     def set(self, resource: str, obj: Obj) -> None:
@@ -45,7 +49,11 @@ class ClusterObjects:
         name, namespace = meta.get("name") or "", meta.get("namespace") or ""
         spec = obj.get("spec") or {}
         if resource in VOLUME_RESOURCES:
-            self._storage[resource][f"{namespace}/{name}" if namespace else name] = obj
+            key = f"{namespace}/{name}" if namespace else name
+            if resource == "persistentvolumes":
+                self._unindex_volume(self._storage[resource].get(key))
+                self._index_volume(obj)
+            self._storage[resource][key] = obj
         elif resource == "namespaces":
             self._namespaces[name] = meta.get("labels") or {}
         elif resource == "services":
@@ -71,7 +79,9 @@ class ClusterObjects:
         meta = obj.get("metadata") or {}
         name, namespace = meta.get("name") or "", meta.get("namespace") or ""
         if resource in VOLUME_RESOURCES:
-            self._storage[resource].pop(f"{namespace}/{name}" if namespace else name, None)
+            gone = self._storage[resource].pop(f"{namespace}/{name}" if namespace else name, None)
+            if resource == "persistentvolumes":
+                self._unindex_volume(gone)
         elif resource == "namespaces":
             self._namespaces.pop(name, None)
         elif resource == "services":
@@ -89,8 +99,28 @@ class ClusterObjects:
     def volume(self, name: str) -> Obj | None:
         return self._storage["persistentvolumes"].get(name)
 
-    def volumes(self) -> list[Obj]:
-        return list(self._storage["persistentvolumes"].values())
+    def candidate_volumes(self, claim_key: str, class_name: str) -> list[Obj]:
+        return [*self._claimed.get(claim_key, {}).values(), *self._free.get(class_name, {}).values()]
+
+    @staticmethod
+    def _volume_place(pv: Obj) -> tuple[bool, str]:
+        claimed = claimed_by(pv)
+        return (True, claimed) if claimed else (False, volume_class(pv))
+
+    def _index_volume(self, pv: Obj) -> None:
+        claimed, key = self._volume_place(pv)
+        (self._claimed if claimed else self._free).setdefault(key, {})[pv["metadata"]["name"]] = pv
+
+    def _unindex_volume(self, pv: Obj | None) -> None:
+        if pv is None:
+            return
+        claimed, key = self._volume_place(pv)
+        table = self._claimed if claimed else self._free
+        entries = table.get(key)
+        if entries is not None:
+            entries.pop(pv["metadata"]["name"], None)
+            if not entries:
+                del table[key]
 
     def storage_class(self, name: str) -> Obj | None:
         return self._storage["storageclasses"].get(name)

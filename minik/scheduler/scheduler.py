@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,7 +120,9 @@ class Scheduler:
         if resource in VOLUME_RESOURCES:  # pods waiting on volumes may fit now, or their claims be bound
             def changed(obj: Obj, gone: bool = False) -> None:
                 objects.delete(resource, obj) if gone else objects.set(resource, obj)
-                self.volume_binding.changed()
+                if resource == "persistentvolumeclaims":
+                    meta = obj.get("metadata") or {}
+                    self.volume_binding.changed(f"{meta.get('namespace', '')}/{meta.get('name', '')}")
                 if self.queue is not None:
                     self.queue.move_all(VOLUME_CHANGE)
             informer.add_handlers(changed, lambda old, obj: changed(obj), lambda obj: changed(obj, True))
@@ -404,23 +407,22 @@ class Scheduler:
 
 class VolumeWaits:
     """The scheduler's side of pre-binding (framework.Binding): claims patched through its client, and waits
-    that wake at every change its informers see to claims, volumes and classes."""
+    that wake when a claim they wait on changes (as its informer sees it)."""
 
     def __init__(self, client: Client, cluster: ClusterView) -> None:
         self.client = client
         self.cluster = cluster
-        self._waiters: set[asyncio.Future[None]] = set()
+        self._waiters: dict[str, set[asyncio.Future[None]]] = {}
 
-    def changed(self) -> None:
-        for waiter in self._waiters:
+    def changed(self, claim: str) -> None:
+        for waiter in self._waiters.pop(claim, ()):
             if not waiter.done():
                 waiter.set_result(None)
-        self._waiters.clear()
 
     async def patch_claim(self, namespace: str, name: str, patch: Obj) -> None:
         await self.client.patch("persistentvolumeclaims", name, patch, namespace)
 
-    async def wait_until(self, done: Any, timeout: float) -> bool:
+    async def wait_until(self, done: Any, claims: Sequence[str], timeout: float) -> bool:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while not done():
@@ -428,13 +430,19 @@ class VolumeWaits:
             if remaining <= 0:
                 return False
             waiter: asyncio.Future[None] = loop.create_future()
-            self._waiters.add(waiter)
+            for claim in claims:
+                self._waiters.setdefault(claim, set()).add(waiter)
             try:
                 await asyncio.wait_for(waiter, remaining)
             except TimeoutError:
                 return bool(done())
             finally:
-                self._waiters.discard(waiter)
+                for claim in claims:
+                    waiting = self._waiters.get(claim)
+                    if waiting is not None:
+                        waiting.discard(waiter)
+                        if not waiting:
+                            del self._waiters[claim]
         return True
 
 

@@ -64,7 +64,7 @@ async def test_the_built_in_local_path_class_is_the_default_and_waits_for_the_fi
 
 async def test_an_invalid_volume_is_refused_with_kubernetes_causes(http) -> None:
     status, body = await http.post(PVS, {"metadata": {"name": "bad"}, "spec": {
-        "capacity": {"storage": "lots", "cpu": "1"}, "accessModes": ["ReadWriteSometimes"],
+        "capacity": {"storage": "1Gi", "cpu": "1"}, "accessModes": ["ReadWriteSometimes"],
         "persistentVolumeReclaimPolicy": "Shred", "volumeMode": "Tape"}})
     assert status == 422, body
     assert {"spec.capacity", "spec.accessModes", "spec.persistentVolumeReclaimPolicy", "spec.volumeMode",
@@ -77,6 +77,8 @@ async def test_an_invalid_volume_is_refused_with_kubernetes_causes(http) -> None
     assert {"spec.local", "spec.nodeAffinity"} <= fields(body)
     status, body = await http.post(PVS, volume("neg", size="-1Gi"))
     assert status == 422 and fields(body) == {"spec.capacity[storage]"}
+    status, body = await http.post(PVS, volume("lots", size="lots"))
+    assert (status, body["reason"]) == (400, "BadRequest"), "not a quantity: the decoder refuses it, as Kubernetes'"
 
 
 async def test_an_invalid_claim_is_refused_with_kubernetes_causes(http) -> None:
@@ -216,3 +218,21 @@ async def test_the_stateful_example_is_accepted_as_it_is(http) -> None:
         status, body = await http.post(paths[document["kind"]], document)
         assert status == 201, body
     assert body["spec"]["volumeClaimTemplates"][0]["metadata"]["name"] == "www"
+
+
+async def test_a_quota_counts_claims_storage_in_all_and_per_class(http) -> None:
+    quotas = "/api/v1/namespaces/default/resourcequotas"
+    status, body = await http.post(quotas, {"metadata": {"name": "q"}, "spec": {"hard": {
+        "requests.storage": "3Gi", "local-path.storageclass.storage.k8s.io/persistentvolumeclaims": "1"}}})
+    assert status == 201, body
+    assert (await http.post(PVCS, claim("one", "2Gi")))[0] == 201
+    status, body = await http.post(PVCS, claim("two", "1Gi"))
+    assert status == 403
+    assert body["message"] == ('persistentvolumeclaims "two" is forbidden: exceeded quota: q, requested: '
+                               'local-path.storageclass.storage.k8s.io/persistentvolumeclaims=1, used: '
+                               'local-path.storageclass.storage.k8s.io/persistentvolumeclaims=1, limited: '
+                               'local-path.storageclass.storage.k8s.io/persistentvolumeclaims=1')
+    status, body = await http.post(PVCS, claim("big", "2Gi", storageClassName=""))
+    assert status == 403 and "requested: requests.storage=2Gi, used: requests.storage=2Gi, limited: " \
+                             "requests.storage=3Gi" in body["message"]
+    assert (await http.post(PVCS, claim("fits", "1Gi", storageClassName="")))[0] == 201

@@ -236,3 +236,37 @@ async def test_a_bound_volume_being_deleted_is_kept_while_its_claim_exists(simul
     assert held["metadata"]["deletionTimestamp"] and held["metadata"]["finalizers"] == ["kubernetes.io/pv-protection"]
     await sim.api.delete("persistentvolumeclaims", "data", NS)
     await gone(sim, "persistentvolumes", "pv1")
+
+
+async def test_an_ephemeral_volume_gets_a_claim_of_its_own_that_goes_with_the_pod(simulated: SimulatedCluster) -> None:
+    sim = simulated
+    await sim.nodes.add("node-a")
+    scratch = {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {
+        "metadata": {"labels": {"kind": "scratch"}},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}}}
+    body = pod("user")
+    body["spec"]["volumes"] = [scratch]
+    body["spec"]["containers"][0]["volumeMounts"] = [{"name": "scratch", "mountPath": "/scratch"}]
+    created = await sim.api.create("pods", body, NS)
+    assert await running_on(sim, "user") == "node-a"
+    data = await bound(sim, "user-scratch")
+    assert data["metadata"]["labels"] == {"kind": "scratch"}
+    assert data["spec"]["storageClassName"] == "local-path"
+    [owner] = data["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["uid"], owner["controller"]) == ("Pod", created["metadata"]["uid"], True)
+    await sim.api.delete("pods", "user", NS, grace_period_seconds=0)
+    await gone(sim, "persistentvolumeclaims", "user-scratch", NS)
+    await gone(sim, "persistentvolumes", data["spec"]["volumeName"])
+
+
+async def test_a_claim_of_a_class_that_does_not_exist_binds_a_volume_of_that_class_or_says_so(
+        simulated: SimulatedCluster) -> None:
+    sim = simulated
+    await sim.api.create("persistentvolumeclaims", claim("lost", storageClassName="nowhere"), NS)
+
+    async def said() -> str:
+        events = (await sim.api.list("events", NS, field_selector="involvedObject.name=lost"))["items"]
+        return next((e["message"] for e in events if e["reason"] == "ProvisioningFailed"), "")
+    assert await eventually(said, timeout=15) == 'storageclass.storage.k8s.io "nowhere" not found'
+    await sim.api.create("persistentvolumes", volume("somewhere", storageClassName="nowhere"))
+    assert (await bound(sim, "lost"))["spec"]["volumeName"] == "somewhere"

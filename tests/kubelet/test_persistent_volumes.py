@@ -1,16 +1,19 @@
 """Persistent volumes on real Docker: a claim of the default local-path class is provisioned on the node the
-scheduler picked, mounted into the pod as a bind mount of the node's directory, and what one pod writes there the
-next pod using the claim reads; and the kubelet's sweep of deleted local volumes' directories."""
+scheduler picked, mounted into the pod as a bind mount of the node's directory, what one pod writes there the
+next pod using the claim reads, and once the claim is deleted the volume and its directory go (reclaimPolicy
+Delete); and the kubelet's sweep of deleted local volumes' directories."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from pathlib import Path
 
 from minik.cluster import COMPONENTS, Cluster, ClusterSettings
 from minik.controllers.manager import ControllerSettings
 from minik.kubelet.localvolumes import LOCAL_PATH_DIR, LocalVolumes
 from tests.kubelet.docker_helpers import NODE, busybox, docker_cluster
-from tests.kubelet.helpers import phase, pod_manifest, wait_for_pod
+from tests.kubelet.helpers import phase, pod_manifest, wait_for_pod, wait_gone
 
 STORAGE = ControllerSettings(enabled=["root-ca-cert-publisher", "persistentvolume-binder", "local-path-provisioner",
                                       "pvc-protection", "pv-protection"])
@@ -41,6 +44,21 @@ async def test_what_one_pod_writes_to_its_claim_the_next_pod_reads(tmp_path: Pat
         await client.create("pods", claim_pod("reader", 'test "$(cat /data/note)" = "kept across pods"'))
         reader = await wait_for_pod(client, "reader", lambda p: phase(p) in ("Succeeded", "Failed"), 60)
         assert phase(reader) == "Succeeded", reader["status"]
+        # reclaimPolicy Delete: once the claim goes, the provisioner deletes the volume and the node its directory
+        for name in ("writer", "reader"):
+            await client.delete("pods", name, "default")
+        await client.delete("persistentvolumeclaims", "data", "default")
+        await wait_gone(client, "persistentvolumes", pv["metadata"]["name"], None, 30)
+        agent = node.component.agent
+        assert agent is not None
+        assert await agent.local_volumes.sweep() == [directory.name]
+        assert not directory.exists()
+        for done in (writer, reader):  # the node has removed their containers too
+            await wait_gone(client, "pods", done["metadata"]["name"], "default", 30)
+            deadline = time.monotonic() + 30
+            while await node.containers(done["metadata"]["uid"]):
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.1)
 
 
 async def test_the_sweep_removes_the_directories_of_deleted_volumes_only(tmp_path: Path) -> None:

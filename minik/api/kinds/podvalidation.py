@@ -8,6 +8,7 @@ from minik.api import validation as v
 from minik.api.kinds.common import Causes, Obj, dict_at, expect_object, list_at
 from minik.api.kinds.podspec import PROBES, VOLUME_SOURCES
 from minik.api.kinds.specmemo import SpecMemo
+from minik.api.kinds.storage import validate_claim_spec
 from minik.api.quantity import parse_quantity
 
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
@@ -296,11 +297,29 @@ def _validate_volumes(volumes: list[Any], path: str) -> tuple[set[str], Causes]:
         if name in names:
             own.append(v.duplicate(v.child(at, "name"), name))
         own += _validate_projection(volume.get("projected"), v.child(at, "projected"))
+        own += _validate_claim_sources(volume, at)
         if own:
             causes += own
         else:
             names.add(name)
     return names, causes
+
+
+def _validate_claim_sources(volume: Obj, path: str) -> Causes:
+    """A persistentVolumeClaim source names its claim; an ephemeral one holds a valid claim template."""
+    claim = volume.get("persistentVolumeClaim")
+    if isinstance(claim, dict) and not claim.get("claimName"):
+        return [v.required(v.child(path, "persistentVolumeClaim", "claimName"))]
+    ephemeral = volume.get("ephemeral")
+    if not isinstance(ephemeral, dict):
+        return []
+    at = v.child(path, "ephemeral", "volumeClaimTemplate")
+    template = ephemeral.get("volumeClaimTemplate")
+    if not isinstance(template, dict):
+        return [v.required(at)]
+    spec = template.get("spec")
+    return validate_claim_spec(spec, v.child(at, "spec")) if isinstance(spec, dict) else [v.required(
+        v.child(at, "spec"))]
 
 
 def validate_tolerations(tolerations: Any, path: str) -> Causes:

@@ -104,19 +104,16 @@ class VolumeBinding:
         selected = ((claim.get("metadata") or {}).get("annotations") or {}).get(vol.SELECTED_NODE)
         if selected and selected != node["metadata"]["name"]:
             return False
-        key = vol.claim_key(claim)
         class_name = vol.claim_class(claim)
-        for pv in cluster.volumes():
-            claimed = vol.claimed_by(pv)
-            if claimed not in (None, key) or vol.volume_class(pv) != class_name:
-                continue
+        provisioner = (cluster.storage_class(class_name) or {}).get("provisioner")
+        if provisioner and provisioner != "kubernetes.io/no-provisioner":
+            return True  # a free volume here would do, and so would a new one
+        for pv in cluster.candidate_volumes(vol.claim_key(claim), class_name):
             if (pv.get("status") or {}).get("phase") in ("Released", "Failed"):
                 continue
             if vol.volume_matches(pv, claim) and vol.volume_fits_node(pv, node):
                 return True
-        storage_class = cluster.storage_class(class_name)
-        provisioner = (storage_class or {}).get("provisioner")
-        return bool(provisioner) and provisioner != "kubernetes.io/no-provisioner"
+        return False
 
     # -- binding ----------------------------------------------------------------------------------------------
     def needs_pre_bind(self, cluster: ClusterView, pod: PodInfo) -> bool:
@@ -142,6 +139,7 @@ class VolumeBinding:
             return all(((cluster.claim(pod.namespace, n) or {}).get("status") or {}).get("phase") == "Bound"
                        for n in names)
 
-        if await binding.wait_until(all_bound, self.bind_timeout_seconds):
+        keys = [f"{pod.namespace}/{n}" for n in names]
+        if await binding.wait_until(all_bound, keys, self.bind_timeout_seconds):
             return SUCCESS
         return unschedulable("binding volumes: timed out waiting for the condition")

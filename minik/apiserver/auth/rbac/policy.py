@@ -356,6 +356,10 @@ def controller_roles() -> dict[str, tuple[str, list[Obj]]]:
             rule(("create", "delete", "get", "list", "watch"), ("",), ("persistentvolumes",)),
             rule(("get", "list", "watch"), ("",), ("persistentvolumeclaims", "nodes")),
             rule(READ, ("storage.k8s.io",), ("storageclasses",)), events()]),
+        "ephemeral-volume": ("ephemeral-volume-controller", [
+            rule(("get", "list", "watch"), ("",), ("pods",)),
+            rule(("update",), ("",), ("pods/finalizers",)),
+            rule(("create", "get", "list", "watch"), ("",), ("persistentvolumeclaims",)), events()]),
     }
 
 
