@@ -8,7 +8,7 @@ from typing import Any
 from minik.api import validation as v
 from minik.api.kinds import ephemeral
 from minik.api.kinds.common import Causes, Obj, dict_at, dicts_at, list_at
-from minik.api.kinds.podspec import default_pod, pod_qos_class
+from minik.api.kinds.podspec import default_container, default_pod, pod_qos_class
 from minik.api.kinds.podvalidation import MAX_INT32, validate_pod_spec, validate_tolerations
 from minik.api.strategy import Strategy
 
@@ -167,6 +167,9 @@ class PodStrategy(Strategy):
 
     def default(self, obj: Obj) -> None:
         default_pod(obj)
+        # defaulted as Kubernetes' SetDefaults_Pod does, so that a create setting them hears only that it may not
+        for container in dicts_at(dict_at(obj, "spec"), "ephemeralContainers"):
+            default_container(container)
 
     def _validate_pod(self, obj: Obj) -> Causes:
         causes = super().validate(obj) + validate_pod_spec(obj.get("spec"), "spec", in_pod=True)
