@@ -83,7 +83,9 @@ async def measure_raw(docker: aiodocker.Docker, count: int) -> list[float]:
 # -- minik --------------------------------------------------------------------------------------------------
 def pod(name: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
-            "spec": {"nodeName": NODE, "terminationGracePeriodSeconds": 0,
+            # no service account token: the controllers, whose root CA publisher writes the ConfigMap a token
+            # volume projects, are not running here, and raw Docker mounts nothing either
+            "spec": {"nodeName": NODE, "terminationGracePeriodSeconds": 0, "automountServiceAccountToken": False,
                      "containers": [{"name": "app", "image": APP_IMAGE, "imagePullPolicy": "IfNotPresent",
                                      "command": APP_COMMAND}]}}
 
