@@ -94,19 +94,6 @@ async def download(host: str, port: int, megabytes: int) -> float:
         writer.close()
 
 
-async def poll(check: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            found = await check()
-            if found:
-                return found
-        except Exception:  # noqa: BLE001 - not there yet
-            pass
-        await asyncio.sleep(0.2)
-    raise RuntimeError(f"no {what} after {timeout}s")
-
-
 async def setup(data: Path) -> tuple[str, str]:
     """The pod's name and IP once it is a ready endpoint."""
     api = benchlib.admin_endpoint(data)
@@ -122,7 +109,7 @@ async def setup(data: Path) -> tuple[str, str]:
             pod = await client.get("pods", "bench", "default")
             conditions = {c["type"]: c["status"] for c in (pod.get("status") or {}).get("conditions") or []}
             return ("bench", pod["status"]["podIP"]) if conditions.get("Ready") == "True" else None
-        found: tuple[str, str] = await poll(ready, 120, "ready pod")
+        found: tuple[str, str] = await benchlib.poll(ready, 120, "ready pod")
         return found
 
 

@@ -69,19 +69,6 @@ def median_run(runs: list[dict[str, float]]) -> dict[str, float]:
     return {key: statistics.median(r[key] for r in runs if key in r) for key in runs[0]}
 
 
-async def poll(check: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            found = await check()
-            if found:
-                return found
-        except Exception:  # noqa: BLE001 - not there yet
-            pass
-        await asyncio.sleep(0.2)
-    raise RuntimeError(f"no {what} after {timeout}s")
-
-
 async def setup(data: Path) -> dict[str, Any]:
     api = benchlib.admin_endpoint(data)  # the kubeconfig `minik up` wrote: the admin's token
     async with Client.http(api.server, api.token, ssl=api.ssl_context()) as client:
@@ -99,7 +86,7 @@ async def setup(data: Path) -> dict[str, Any]:
             endpoints = await client.get("endpoints", "bench", "default")
             addresses = [a["ip"] for s in endpoints.get("subsets") or [] for a in s.get("addresses") or []]
             return addresses[0] if addresses else None
-        ip = await poll(pod_ip, 60, "ready pod")
+        ip = await benchlib.poll(pod_ip, 60, "ready pod")
     return {"pod": f"http://{ip}:8080/", "node port": f"http://127.0.0.1:{service['spec']['ports'][0]['nodePort']}/",
             "cluster IP": f"http://{service['spec']['clusterIP']}/"}
 

@@ -7,6 +7,7 @@ whatever else the benchmark wants to keep. Its own printed output stays its own.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import platform
@@ -127,6 +128,21 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+async def poll(check: Any, timeout: float, what: str) -> Any:
+    """``check()``'s first truthy answer, asked every 0.2 s (an error counts as not yet); RuntimeError after
+    ``timeout`` seconds, naming ``what`` was awaited."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            found = await check()
+            if found:
+                return found
+        except Exception:  # noqa: BLE001 - not there yet
+            pass
+        await asyncio.sleep(0.2)
+    raise RuntimeError(f"no {what} after {timeout}s")
 
 
 #: the anchor of the start-up and footprint benchmarks: an aiohttp app that answers /readyz (run with its port)
